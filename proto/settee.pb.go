@@ -2079,6 +2079,7 @@ func (x *ChangesReply) GetError() *Error {
 type WaitChange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Since         uint64                 `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`
+	TimeoutMs     uint32                 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // the shard forgets the waiter after this
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2116,6 +2117,13 @@ func (*WaitChange) Descriptor() ([]byte, []int) {
 func (x *WaitChange) GetSince() uint64 {
 	if x != nil {
 		return x.Since
+	}
+	return 0
+}
+
+func (x *WaitChange) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
 	}
 	return 0
 }
@@ -2537,6 +2545,189 @@ func (x *MetaReply) GetError() *Error {
 	return nil
 }
 
+// CountRange counts live (not deleted) docs whose ids lie between lo and hi
+// (_all_docs offset and total_rows of _design_docs). It reads keys only.
+type CountRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lo            string                 `protobuf:"bytes,1,opt,name=lo,proto3" json:"lo,omitempty"`
+	HasLo         bool                   `protobuf:"varint,2,opt,name=has_lo,json=hasLo,proto3" json:"has_lo,omitempty"`
+	LoInclusive   bool                   `protobuf:"varint,3,opt,name=lo_inclusive,json=loInclusive,proto3" json:"lo_inclusive,omitempty"`
+	Hi            string                 `protobuf:"bytes,4,opt,name=hi,proto3" json:"hi,omitempty"`
+	HasHi         bool                   `protobuf:"varint,5,opt,name=has_hi,json=hasHi,proto3" json:"has_hi,omitempty"`
+	HiInclusive   bool                   `protobuf:"varint,6,opt,name=hi_inclusive,json=hiInclusive,proto3" json:"hi_inclusive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountRange) Reset() {
+	*x = CountRange{}
+	mi := &file_settee_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountRange) ProtoMessage() {}
+
+func (x *CountRange) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountRange.ProtoReflect.Descriptor instead.
+func (*CountRange) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CountRange) GetLo() string {
+	if x != nil {
+		return x.Lo
+	}
+	return ""
+}
+
+func (x *CountRange) GetHasLo() bool {
+	if x != nil {
+		return x.HasLo
+	}
+	return false
+}
+
+func (x *CountRange) GetLoInclusive() bool {
+	if x != nil {
+		return x.LoInclusive
+	}
+	return false
+}
+
+func (x *CountRange) GetHi() string {
+	if x != nil {
+		return x.Hi
+	}
+	return ""
+}
+
+func (x *CountRange) GetHasHi() bool {
+	if x != nil {
+		return x.HasHi
+	}
+	return false
+}
+
+func (x *CountRange) GetHiInclusive() bool {
+	if x != nil {
+		return x.HiInclusive
+	}
+	return false
+}
+
+// CountChanges counts by-seq entries after since (_changes pending).
+type CountChanges struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         uint64                 `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountChanges) Reset() {
+	*x = CountChanges{}
+	mi := &file_settee_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountChanges) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountChanges) ProtoMessage() {}
+
+func (x *CountChanges) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountChanges.ProtoReflect.Descriptor instead.
+func (*CountChanges) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CountChanges) GetSince() uint64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+type Count struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	N             uint64                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Count) Reset() {
+	*x = Count{}
+	mi := &file_settee_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Count) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Count) ProtoMessage() {}
+
+func (x *Count) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Count.ProtoReflect.Descriptor instead.
+func (*Count) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Count) GetN() uint64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *Count) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_settee_proto protoreflect.FileDescriptor
 
 const file_settee_proto_rawDesc = "" +
@@ -2710,10 +2901,12 @@ const file_settee_proto_rawDesc = "" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x03 \x01(\x04R\tupdateSeq\x12#\n" +
-	"\x05error\x18\x04 \x01(\v2\r.settee.ErrorR\x05error\"\"\n" +
+	"\x05error\x18\x04 \x01(\v2\r.settee.ErrorR\x05error\"A\n" +
 	"\n" +
 	"WaitChange\x12\x14\n" +
-	"\x05since\x18\x01 \x01(\x04R\x05since\"-\n" +
+	"\x05since\x18\x01 \x01(\x04R\x05since\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\rR\ttimeoutMs\"-\n" +
 	"\fChangeNotice\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x01 \x01(\x04R\tupdateSeq\"\x0e\n" +
@@ -2740,6 +2933,19 @@ const file_settee_proto_rawDesc = "" +
 	"revs_limit\x18\x02 \x01(\x04R\trevsLimit\"W\n" +
 	"\tMetaReply\x12%\n" +
 	"\x04meta\x18\x01 \x01(\v2\x11.settee.ShardMetaR\x04meta\x12#\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xa0\x01\n" +
+	"\n" +
+	"CountRange\x12\x0e\n" +
+	"\x02lo\x18\x01 \x01(\tR\x02lo\x12\x15\n" +
+	"\x06has_lo\x18\x02 \x01(\bR\x05hasLo\x12!\n" +
+	"\flo_inclusive\x18\x03 \x01(\bR\vloInclusive\x12\x0e\n" +
+	"\x02hi\x18\x04 \x01(\tR\x02hi\x12\x15\n" +
+	"\x06has_hi\x18\x05 \x01(\bR\x05hasHi\x12!\n" +
+	"\fhi_inclusive\x18\x06 \x01(\bR\vhiInclusive\"$\n" +
+	"\fCountChanges\x12\x14\n" +
+	"\x05since\x18\x01 \x01(\x04R\x05since\":\n" +
+	"\x05Count\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x04R\x01n\x12#\n" +
 	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
 
 var (
@@ -2754,7 +2960,7 @@ func file_settee_proto_rawDescGZIP() []byte {
 	return file_settee_proto_rawDescData
 }
 
-var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_settee_proto_goTypes = []any{
 	(*RevNode)(nil),       // 0: settee.RevNode
 	(*FullDocInfo)(nil),   // 1: settee.FullDocInfo
@@ -2794,6 +3000,9 @@ var file_settee_proto_goTypes = []any{
 	(*GetLocal)(nil),      // 35: settee.GetLocal
 	(*SetMeta)(nil),       // 36: settee.SetMeta
 	(*MetaReply)(nil),     // 37: settee.MetaReply
+	(*CountRange)(nil),    // 38: settee.CountRange
+	(*CountChanges)(nil),  // 39: settee.CountChanges
+	(*Count)(nil),         // 40: settee.Count
 }
 var file_settee_proto_depIdxs = []int32{
 	0,  // 0: settee.FullDocInfo.nodes:type_name -> settee.RevNode
@@ -2825,11 +3034,12 @@ var file_settee_proto_depIdxs = []int32{
 	4,  // 26: settee.LocalReply.doc:type_name -> settee.LocalDoc
 	5,  // 27: settee.MetaReply.meta:type_name -> settee.ShardMeta
 	8,  // 28: settee.MetaReply.error:type_name -> settee.Error
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	8,  // 29: settee.Count.error:type_name -> settee.Error
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_settee_proto_init() }
@@ -2843,7 +3053,7 @@ func file_settee_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_settee_proto_rawDesc), len(file_settee_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

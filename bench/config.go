@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+)
+
+// Errors returned by Run. Failures carry more detail and wrap one of these.
+var (
+	ErrConfig    = errors.New("bench: invalid config")
+	ErrDocSize   = errors.New("bench: unknown doc size")
+	ErrStatus    = errors.New("bench: unexpected HTTP status")
+	ErrDocErrors = errors.New("bench: per-document errors in _bulk_docs")
+	ErrCount     = errors.New("bench: unexpected count")
+	ErrResponse  = errors.New("bench: malformed response")
+)
+
+// EnvURL names the environment variable read when Config.URL is empty.
+const EnvURL = "SETTEE_URL"
+
+// DefaultURL is used when neither Config.URL nor $SETTEE_URL is set.
+const DefaultURL = "http://127.0.0.1:5984"
+
+// Config is what `settee bench` is asked to do. Zero fields take the values of
+// DefaultConfig (Gets: as many as Docs; Q and N: the server's defaults).
+type Config struct {
+	// URL of the server, credentials in the userinfo
+	// (http://admin:pw@127.0.0.1:5984). Empty: $SETTEE_URL, then DefaultURL.
+	URL string
+	// Docs is how many docs the add phase inserts with _bulk_docs; the read
+	// and streaming phases run over them. fabric_bench: docs.
+	Docs int
+	// BatchSize is the number of docs per _bulk_docs request.
+	BatchSize int
+	// DocSize is "small", "medium" or "large".
+	DocSize string
+	// IndividualDocs is how many single doc PUTs the last phase makes.
+	IndividualDocs int
+	// Gets is how many random doc GETs the get phase makes; 0 means Docs,
+	// which is what fabric_bench does.
+	Gets int
+	// Q and N are passed as ?q=&n= when the database is created (0: omit).
+	Q, N int
+	// Concurrency is how many _bulk_docs batches are in flight at once in the
+	// add phase (fabric_bench: 1). Other phases are sequential, as in
+	// fabric_bench.
+	Concurrency int
+	// UpdateSameDoc makes the single-update phase rewrite one doc with its
+	// current _rev instead of creating IndividualDocs new docs.
+	UpdateSameDoc bool
+	// PregenMB bounds the memory of doc bodies generated before a phase's
+	// clock starts; beyond it, generation overlaps the requests.
+	PregenMB int
+	// JSON prints one JSON object (Result) to out instead of text lines; the
+	// text lines then go to progress.
+	JSON bool
+	// ProgressEvery is the interval of progress lines (default 1s).
+	ProgressEvery time.Duration
+}
+
+// DefaultConfig returns fabric_bench's defaults (docs 100000, batch_size
+// 1000, doc_size medium, individual_docs 1000) plus the HTTP client's.
+func DefaultConfig() Config {
+	return Config{
+		Docs:           100000,
+		BatchSize:      1000,
+		DocSize:        DocMedium,
+		IndividualDocs: 1000,
+		Concurrency:    4,
+		PregenMB:       256,
+		ProgressEvery:  time.Second,
+	}
+}
+
+// RegisterFlags binds c's fields to flags on fs, with DefaultConfig's values
+// as defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.StringVar(&c.URL, "url", "", "server URL with credentials in the userinfo, e.g. http://admin:pw@127.0.0.1:5984 (default $"+EnvURL+", then "+DefaultURL+")")
+	fs.IntVar(&c.Docs, "docs", d.Docs, "docs to insert with _bulk_docs; the read and streaming phases run over them")
+	fs.IntVar(&c.BatchSize, "batch-size", d.BatchSize, "docs per _bulk_docs request")
+	fs.StringVar(&c.DocSize, "doc-size", d.DocSize, "doc size: small, medium (~14.6 KB) or large (~146 KB)")
+	fs.IntVar(&c.IndividualDocs, "individual-docs", d.IndividualDocs, "single doc PUTs in the last phase")
+	fs.IntVar(&c.Gets, "gets", 0, "random doc GETs (default: as many as --docs, like fabric_bench)")
+	fs.IntVar(&c.Q, "q", 0, "shards of the bench database, ?q= on create (default: server's)")
+	fs.IntVar(&c.N, "n", 0, "copies of each shard, ?n= on create (default: server's)")
+	fs.IntVar(&c.Concurrency, "concurrency", d.Concurrency, "_bulk_docs batches in flight during adds (1 = fabric_bench)")
+	fs.BoolVar(&c.UpdateSameDoc, "update-same-doc", false, "single doc phase updates one doc with its _rev instead of creating new docs")
+	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object with the results instead of text lines")
+}
+
+// withDefaults fills zero fields from DefaultConfig and resolves the URL.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.URL == "" {
+		c.URL = os.Getenv(EnvURL)
+	}
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
+	if c.Docs == 0 {
+		c.Docs = d.Docs
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = d.BatchSize
+	}
+	if c.DocSize == "" {
+		c.DocSize = d.DocSize
+	}
+	if c.IndividualDocs == 0 {
+		c.IndividualDocs = d.IndividualDocs
+	}
+	if c.Gets == 0 {
+		c.Gets = c.Docs
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = d.Concurrency
+	}
+	if c.PregenMB == 0 {
+		c.PregenMB = d.PregenMB
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = d.ProgressEvery
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c (after defaults).
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return fmt.Errorf("%w: url: %w", ErrConfig, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: url %q: want http(s)://[user:password@]host[:port][/prefix]", ErrConfig, u.Redacted())
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"docs", c.Docs}, {"batch-size", c.BatchSize}, {"individual-docs", c.IndividualDocs},
+		{"gets", c.Gets}, {"concurrency", c.Concurrency}, {"pregen-mb", c.PregenMB},
+	} {
+		if f.v < 1 {
+			return fmt.Errorf("%w: --%s must be at least 1, got %d", ErrConfig, f.name, f.v)
+		}
+	}
+	if c.Q < 0 || c.N < 0 {
+		return fmt.Errorf("%w: --q and --n must not be negative", ErrConfig)
+	}
+	if c.ProgressEvery < 0 {
+		return fmt.Errorf("%w: negative progress interval", ErrConfig)
+	}
+	switch c.DocSize {
+	case DocSmall, DocMedium, DocLarge:
+	default:
+		return fmt.Errorf("%w: %q (want small, medium or large)", ErrDocSize, c.DocSize)
+	}
+	return nil
+}

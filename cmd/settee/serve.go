@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/settee/settee/node"
+)
+
+// envDefault lets SETTEE_<NAME> set a flag's default.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv("SETTEE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v := envDefault(name, ""); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func serve(args []string) error {
+	cfg := node.Default()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.DataDir, "data-dir", envDefault("data-dir", cfg.DataDir), "data directory (SETTEE_DATA_DIR)")
+	fs.StringVar(&cfg.HTTPAddr, "http", envDefault("http", cfg.HTTPAddr), "HTTP listen address (SETTEE_HTTP)")
+	fs.StringVar(&cfg.Admin, "admin", envDefault("admin", ""), "server admin as user:password (SETTEE_ADMIN); generated and printed once if none is stored")
+	fs.StringVar(&cfg.Name, "name", envDefault("name", cfg.Name), "node name (SETTEE_NAME)")
+	fs.IntVar(&cfg.Q, "q", envInt("q", cfg.Q), "default shards per new database (SETTEE_Q)")
+	fs.IntVar(&cfg.MemoryMB, "memory-mb", envInt("memory-mb", cfg.MemoryMB), "memory budget for the store's caches and memtables, MB (SETTEE_MEMORY_MB)")
+	maxDoc := fs.Int64("max-document-size", int64(envInt("max-document-size", int(cfg.MaxDocumentSize))), "largest document accepted, bytes (SETTEE_MAX_DOCUMENT_SIZE)")
+	logLevel := fs.String("log-level", envDefault("log-level", "info"), "debug, info, warn or error (SETTEE_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.MaxDocumentSize = *maxDoc
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	cfg.AdminPasswordOut = func(user, pw string) {
+		fmt.Fprintf(os.Stderr, "\n  settee generated a server admin (shown once, stored hashed):\n    user: %s\n    password: %s\n\n", user, pw)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-n.Done():
+		cfg.Logger.Error("http server stopped", "err", err)
+	}
+	cfg.Logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return n.Close(sctx)
+}
+
+func version() error {
+	fmt.Printf("settee %s", node.Version)
+	if node.GitSHA != "" {
+		fmt.Printf(" (%s)", node.GitSHA)
+	}
+	fmt.Println()
+	return nil
+}

@@ -1,0 +1,160 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/actors"
+	pb "github.com/settee/settee/proto"
+)
+
+// RangeQuery is an _all_docs (or _local_docs) key range.
+type RangeQuery struct {
+	StartKey, EndKey string
+	HasStart, HasEnd bool
+	InclusiveEnd     bool
+	Descending       bool
+	IncludeDocs      bool
+	Local            bool
+	// Limit and Skip apply to the merged stream; Limit < 0 means none.
+	Limit, Skip int
+}
+
+// cursor pages through one shard's part of a range.
+type cursor struct {
+	pid  *actor.PID
+	q    *pb.ReadRange
+	rows []*pb.Row
+	more bool
+	done bool
+}
+
+func (cu *cursor) fill(ctx context.Context, root *actor.RootContext) error {
+	for len(cu.rows) == 0 && !cu.done {
+		r, err := actors.Ask[*pb.RangeReply](ctx, root, cu.pid, cu.q)
+		if err != nil {
+			return fmt.Errorf("coordinator: range: %w", err)
+		}
+		if r.Error != nil {
+			return r.Error
+		}
+		cu.rows = r.Rows
+		if !r.More {
+			cu.done = true
+		}
+		if n := len(r.Rows); n > 0 {
+			last := r.Rows[n-1]
+			key := last.GetInfo().GetId()
+			if cu.q.Local {
+				key = last.GetLocal().GetId()
+			}
+			cu.q.StartKey, cu.q.HasStart, cu.q.SkipStart = key, true, true
+		}
+	}
+	return nil
+}
+
+func rowKey(r *pb.Row) []byte {
+	if r.Local != nil {
+		return []byte(r.Local.Id)
+	}
+	return []byte(r.Info.Id)
+}
+
+// AllDocs streams the merged, sorted rows of a key range to emit, reading
+// every shard a page at a time (never the whole range in memory). Deleted
+// docs are skipped, as in CouchDB.
+func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit func(*pb.Row) error) error {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return err
+	}
+	page := uint32(500)
+	if q.Limit >= 0 && q.Limit+q.Skip < int(page) {
+		page = uint32(q.Limit + q.Skip + 1)
+	}
+	curs := make([]*cursor, len(ranges))
+	for i, r := range ranges {
+		curs[i] = &cursor{pid: c.readCopy(r), q: &pb.ReadRange{
+			StartKey: q.StartKey, HasStart: q.HasStart, EndKey: q.EndKey, HasEnd: q.HasEnd,
+			InclusiveEnd: q.InclusiveEnd, Descending: q.Descending, IncludeDocs: q.IncludeDocs,
+			Local: q.Local, Limit: page,
+		}}
+	}
+	skip, sent := q.Skip, 0
+	for {
+		if q.Limit >= 0 && sent >= q.Limit {
+			return nil
+		}
+		best := -1
+		for i, cu := range curs {
+			if err := cu.fill(ctx, c.root); err != nil {
+				return err
+			}
+			if len(cu.rows) == 0 {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			cmp := bytes.Compare(rowKey(cu.rows[0]), rowKey(curs[best].rows[0]))
+			if (cmp < 0) != q.Descending && cmp != 0 {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		row := curs[best].rows[0]
+		curs[best].rows = curs[best].rows[1:]
+		if row.Info != nil && row.Info.Deleted {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if err := emit(row); err != nil {
+			return err
+		}
+		sent++
+	}
+}
+
+// TotalRows is the doc count _all_docs reports.
+func (c *Coordinator) TotalRows(ctx context.Context, db string) (uint64, error) {
+	info, err := c.DBInfo(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	return info.DocCount, nil
+}
+
+// CountRange counts live docs in an id range across all shards.
+func (c *Coordinator) CountRange(ctx context.Context, db string, m *pb.CountRange) (uint64, error) {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	futures := make([]*actor.Future, len(ranges))
+	to := actors.Timeout(ctx)
+	for i, r := range ranges {
+		futures[i] = c.root.RequestFuture(c.readCopy(r), m, to)
+	}
+	var n uint64
+	for _, f := range futures {
+		cnt, err := actors.Await[*pb.Count](ctx, f)
+		if err != nil {
+			return 0, fmt.Errorf("coordinator: count: %w", err)
+		}
+		if cnt.Error != nil {
+			return 0, cnt.Error
+		}
+		n += cnt.N
+	}
+	return n, nil
+}

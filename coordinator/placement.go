@@ -1,0 +1,76 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// ErrDBNotFound is returned for a database that does not exist.
+var ErrDBNotFound = errors.New("coordinator: database does not exist")
+
+// Placement tells where a database's shard copies live; node implements it.
+type Placement interface {
+	Lookup(ctx context.Context, db string) (*pb.DbRecord, error)
+	PID(ref *pb.ShardRef) *actor.PID
+}
+
+// Range is one shard range with its copies.
+type Range struct {
+	Begin, End uint32
+	Copies     []*pb.ShardRef
+}
+
+// Ranges groups a database's shard copies by range, in range order.
+func Ranges(rec *pb.DbRecord) []Range {
+	var out []Range
+	for _, s := range rec.Shards {
+		if n := len(out); n > 0 && out[n-1].Begin == s.RangeBegin {
+			out[n-1].Copies = append(out[n-1].Copies, s)
+			continue
+		}
+		out = append(out, Range{Begin: s.RangeBegin, End: s.RangeEnd, Copies: []*pb.ShardRef{s}})
+	}
+	return out
+}
+
+// HashID is CouchDB's doc placement hash (erlang:crc32 of the id).
+func HashID(id string) uint32 { return crc32.ChecksumIEEE([]byte(id)) }
+
+// RangeOf returns the index in ranges of the range holding id.
+func RangeOf(ranges []Range, id string) int {
+	h := HashID(id)
+	lo, hi := 0, len(ranges)-1
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if h > ranges[mid].End {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// SplitRanges returns q equal ranges over the 32-bit hash space, the last
+// one ending at 0xffffffff (mem3's split).
+func SplitRanges(q int) [][2]uint32 {
+	if q < 1 {
+		q = 1
+	}
+	size := (uint64(1) << 32) / uint64(q)
+	out := make([][2]uint32, q)
+	for i := range q {
+		b := uint64(i) * size
+		e := b + size - 1
+		if i == q-1 {
+			e = 1<<32 - 1
+		}
+		out[i] = [2]uint32{uint32(b), uint32(e)}
+	}
+	return out
+}

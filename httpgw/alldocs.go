@@ -1,0 +1,398 @@
+package httpgw
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+var errStop = errors.New("stop")
+
+// handleAllDocs serves _all_docs, _design_docs (prefix "_design/") and
+// _local_docs (prefix "_local/"). Rows are written as they are merged.
+func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
+	if extra > 0 {
+		if prefix == "" && extra == 1 && rq.segs[2] == "queries" {
+			return g.handleAllDocsQueries(rq, db)
+		}
+		return errMissing
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	var keys []json.RawMessage
+	var hasKeys bool
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		var err error
+		if hasKeys, err = jsonParam(rq, &keys, "keys"); err != nil {
+			return err
+		}
+	case http.MethodPost:
+		if err := requireJSON(rq); err != nil {
+			return err
+		}
+		var body struct {
+			Keys *[]json.RawMessage `json:"keys"`
+		}
+		if err := g.decodeJSON(rq, &body); err != nil {
+			return err
+		}
+		if body.Keys != nil {
+			keys, hasKeys = *body.Keys, true
+		}
+	default:
+		return methodNotAllowed("GET,HEAD,POST")
+	}
+	q, o, err := g.parseRangeQuery(rq, prefix)
+	if err != nil {
+		return err
+	}
+	updateSeq, err := boolParam(rq, "update_seq", false)
+	if err != nil {
+		return err
+	}
+	return g.streamAllDocs(rq, db, prefix, q, o, keys, hasKeys, updateSeq, nil)
+}
+
+type rowOpts struct {
+	includeDocs bool
+	doc         docOpts
+}
+
+func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuery, *rowOpts, error) {
+	q := coordinator.RangeQuery{Limit: -1, InclusiveEnd: true, Local: prefix == "_local/"}
+	var err error
+	var key string
+	var hasKey bool
+	if key, hasKey, err = stringKey(rq, "key"); err != nil {
+		return q, nil, err
+	}
+	if q.StartKey, q.HasStart, err = stringKey(rq, "startkey", "start_key"); err != nil {
+		return q, nil, err
+	}
+	if q.EndKey, q.HasEnd, err = stringKey(rq, "endkey", "end_key"); err != nil {
+		return q, nil, err
+	}
+	if q.Descending, err = boolParam(rq, "descending", false); err != nil {
+		return q, nil, err
+	}
+	if q.InclusiveEnd, err = boolParam(rq, "inclusive_end", true); err != nil {
+		return q, nil, err
+	}
+	if q.Limit, err = intParam(rq, "limit", -1); err != nil {
+		return q, nil, err
+	}
+	if q.Skip, err = intParam(rq, "skip", 0); err != nil {
+		return q, nil, err
+	}
+	if hasKey {
+		q.StartKey, q.HasStart, q.EndKey, q.HasEnd, q.InclusiveEnd = key, true, key, true, true
+	}
+	o := &rowOpts{}
+	if o.includeDocs, err = boolParam(rq, "include_docs", false); err != nil {
+		return q, nil, err
+	}
+	if o.doc.conflicts, err = boolParam(rq, "conflicts", false); err != nil {
+		return q, nil, err
+	}
+	if o.doc.attachments, err = boolParam(rq, "attachments", false); err != nil {
+		return q, nil, err
+	}
+	q.IncludeDocs = o.includeDocs
+	if prefix == "_design/" {
+		clampPrefix(&q, "_design/", "_design0")
+	}
+	return q, o, nil
+}
+
+// clampPrefix narrows a range to ids in [lo, hi).
+func clampPrefix(q *coordinator.RangeQuery, lo, hi string) {
+	if q.Descending {
+		if !q.HasStart || q.StartKey >= hi {
+			q.StartKey, q.HasStart = hi, true
+		}
+		if !q.HasEnd || q.EndKey < lo {
+			q.EndKey, q.HasEnd = lo, true
+		}
+		return
+	}
+	if !q.HasStart || q.StartKey < lo {
+		q.StartKey, q.HasStart = lo, true
+	}
+	if !q.HasEnd || q.EndKey >= hi {
+		q.EndKey, q.HasEnd, q.InclusiveEnd = hi, true, false
+	}
+}
+
+func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQuery, o *rowOpts, keys []json.RawMessage, hasKeys, updateSeq bool, w *rowWriter) error {
+	var total, offset string
+	if prefix == "_local/" {
+		total, offset = "null", "null"
+	} else {
+		cr := &pb.CountRange{}
+		if prefix == "_design/" {
+			cr = &pb.CountRange{Lo: "_design/", HasLo: true, LoInclusive: true, Hi: "_design0", HasHi: true}
+		}
+		n, err := g.c.CountRange(rq.ctx, db, cr)
+		if err != nil {
+			return err
+		}
+		total = strconv.FormatUint(n, 10)
+		if hasKeys {
+			offset = "null"
+		} else {
+			off, err := g.offset(rq, db, prefix, q)
+			if err != nil {
+				return err
+			}
+			offset = strconv.FormatUint(off+uint64(q.Skip), 10)
+		}
+	}
+	var seq string
+	if updateSeq {
+		var err error
+		if seq, err = g.c.Now(rq.ctx, db); err != nil {
+			return err
+		}
+	}
+	standalone := w == nil
+	if standalone {
+		w = newRowWriter(rq)
+		rq.w.Header().Set("Content-Type", "application/json")
+		rq.w.WriteHeader(200)
+	}
+	w.raw(`{"total_rows":` + total + `,"offset":` + offset)
+	if updateSeq {
+		w.raw(`,"update_seq":"` + seq + `"`)
+	}
+	w.raw(`,"rows":[`)
+	first := true
+	emit := func(buf []byte) error {
+		if !first {
+			w.raw(",")
+		}
+		first = false
+		w.line(buf)
+		return w.err
+	}
+	var err error
+	if hasKeys {
+		err = g.keysRows(rq, db, prefix, keys, q, o, emit)
+	} else {
+		err = g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
+			return emit(g.appendRow(nil, row, o, prefix))
+		})
+	}
+	if err != nil {
+		// the status line is gone: end the JSON so that a client sees a
+		// truncated result rather than a hung stream, and log
+		g.log.Error("all_docs stream failed", "db", db, "err", err)
+	}
+	w.raw("]}")
+	if standalone {
+		w.raw("\n")
+		w.flush()
+	}
+	return nil
+}
+
+// offset counts the rows a range skips before its start key.
+func (g *Gateway) offset(rq *req, db, prefix string, q coordinator.RangeQuery) (uint64, error) {
+	if !q.HasStart || q.Local {
+		return 0, nil
+	}
+	cr := &pb.CountRange{}
+	if q.Descending {
+		cr.Lo, cr.HasLo, cr.LoInclusive = q.StartKey, true, false
+	} else {
+		cr.Hi, cr.HasHi, cr.HiInclusive = q.StartKey, true, false
+	}
+	if prefix == "_design/" {
+		if q.Descending {
+			cr.Hi, cr.HasHi = "_design0", true
+		} else {
+			cr.Lo, cr.HasLo, cr.LoInclusive = "_design/", true, true
+		}
+	}
+	return g.c.CountRange(rq.ctx, db, cr)
+}
+
+func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string) []byte {
+	if row.Local != nil {
+		rev := "0-" + strconv.FormatUint(row.Local.Rev, 10)
+		buf = append(buf, `{"id":`...)
+		buf = docjson.AppendString(buf, row.Local.Id)
+		buf = append(buf, `,"key":`...)
+		buf = docjson.AppendString(buf, row.Local.Id)
+		buf = append(buf, `,"value":{"rev":"`+rev+`"}`...)
+		if o.includeDocs {
+			buf = append(buf, `,"doc":`...)
+			buf = appendDoc(buf, row.Local.Id, nil, &pb.RevBody{Rev: rev, Json: row.Local.Json}, nil)
+		}
+		return append(buf, '}')
+	}
+	info := row.Info
+	buf = append(buf, `{"id":`...)
+	buf = docjson.AppendString(buf, info.Id)
+	buf = append(buf, `,"key":`...)
+	buf = docjson.AppendString(buf, info.Id)
+	buf = append(buf, `,"value":{"rev":`...)
+	buf = docjson.AppendString(buf, info.Winner)
+	if info.Deleted {
+		buf = append(buf, `,"deleted":true`...)
+	}
+	buf = append(buf, '}')
+	if o.includeDocs {
+		buf = append(buf, `,"doc":`...)
+		if info.Deleted || row.Json == nil {
+			buf = append(buf, "null"...)
+		} else {
+			buf = appendDoc(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: row.Json, Atts: row.Atts}, &o.doc)
+		}
+	}
+	return append(buf, '}')
+}
+
+// keysRows answers _all_docs?keys=: one row per key, in key order,
+// missing keys as errors and deleted docs with their tombstone rev.
+func (g *Gateway) keysRows(rq *req, db, prefix string, keys []json.RawMessage, q coordinator.RangeQuery, o *rowOpts, emit func([]byte) error) error {
+	ids := make([]string, len(keys))
+	valid := make([]bool, len(keys))
+	for i, k := range keys {
+		var s string
+		if json.Unmarshal(k, &s) == nil {
+			ids[i], valid[i] = s, true
+		}
+	}
+	if q.Descending {
+		for i, j := 0, len(ids)-1; i < j; i, j = i+1, j-1 {
+			ids[i], ids[j] = ids[j], ids[i]
+			keys[i], keys[j] = keys[j], keys[i]
+			valid[i], valid[j] = valid[j], valid[i]
+		}
+	}
+	skip, sent := q.Skip, 0
+	for i, id := range ids {
+		if q.Limit >= 0 && sent >= q.Limit {
+			return nil
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		sent++
+		var row []byte
+		if !valid[i] {
+			row = append(append([]byte(`{"key":`), keys[i]...), `,"error":"not_found"}`...)
+			if err := emit(row); err != nil {
+				return err
+			}
+			continue
+		}
+		if prefix == "_local/" {
+			d, err := g.c.GetLocal(rq.ctx, db, id)
+			if err != nil {
+				row = append(append([]byte(`{"key":`), docjson.AppendString(nil, id)...), `,"error":"not_found"}`...)
+			} else {
+				row = g.appendRow(nil, &pb.Row{Local: d}, o, prefix)
+			}
+			if err := emit(row); err != nil {
+				return err
+			}
+			continue
+		}
+		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, WithAttsData: o.doc.attachments})
+		if err != nil {
+			return err
+		}
+		if r.Info == nil {
+			row = append(append([]byte(`{"key":`), docjson.AppendString(nil, id)...), `,"error":"not_found"}`...)
+		} else {
+			pr := &pb.Row{Info: r.Info}
+			if len(r.Bodies) > 0 && !r.Bodies[0].Missing {
+				pr.Json, pr.Atts = r.Bodies[0].Json, r.Bodies[0].Atts
+			}
+			if o.includeDocs && len(r.Bodies) > 0 && len(r.Bodies[0].AttData) > 0 && !r.Info.Deleted {
+				row = g.appendRowWithData(r.Info, r.Bodies[0], o)
+			} else {
+				row = g.appendRow(nil, pr, o, prefix)
+			}
+		}
+		if err := emit(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) appendRowWithData(info *pb.FullDocInfo, rb *pb.RevBody, o *rowOpts) []byte {
+	buf := append([]byte(`{"id":`), docjson.AppendString(nil, info.Id)...)
+	buf = append(buf, `,"key":`...)
+	buf = docjson.AppendString(buf, info.Id)
+	buf = append(buf, `,"value":{"rev":`...)
+	buf = docjson.AppendString(buf, info.Winner)
+	buf = append(buf, `},"doc":`...)
+	buf = appendDoc(buf, info.Id, info, rb, &o.doc)
+	return append(buf, '}')
+}
+
+var _ = revtree.ParseRev
+
+// handleAllDocsQueries serves POST _all_docs/queries: several queries, one
+// response.
+func (g *Gateway) handleAllDocsQueries(rq *req, db string) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	var body struct {
+		Queries []map[string]json.RawMessage `json:"queries"`
+	}
+	if err := g.decodeJSON(rq, &body); err != nil {
+		return err
+	}
+	if body.Queries == nil {
+		return badRequest("`queries` member must exist.")
+	}
+	w := newRowWriter(rq)
+	rq.w.Header().Set("Content-Type", "application/json")
+	rq.w.WriteHeader(200)
+	w.raw(`{"results":[`)
+	for i, qm := range body.Queries {
+		if i > 0 {
+			w.raw(",")
+		}
+		sub := &req{w: rq.w, r: rq.r, ctx: rq.ctx, user: rq.user, segs: rq.segs, q: map[string][]string{}}
+		var keys []json.RawMessage
+		hasKeys := false
+		for k, v := range qm {
+			if k == "keys" {
+				_ = json.Unmarshal(v, &keys)
+				hasKeys = true
+				continue
+			}
+			sub.q.Set(k, string(v))
+		}
+		q, o, err := g.parseRangeQuery(sub, "")
+		if err != nil {
+			w.raw(`{"error":"query_parse_error"}`)
+			continue
+		}
+		_ = g.streamAllDocs(sub, db, "", q, o, keys, hasKeys, false, w)
+	}
+	w.raw("]}\n")
+	w.flush()
+	return nil
+}

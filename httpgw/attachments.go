@@ -1,0 +1,160 @@
+package httpgw
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// handleAtt serves /db/doc/att: GET/HEAD the data, PUT new data (a new
+// doc rev keeping the other attachments), DELETE one attachment.
+func (g *Gateway) handleAtt(rq *req, db, id, name string) error {
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		return g.getAtt(rq, db, id, name)
+	case http.MethodPut, http.MethodDelete:
+		if isDesign(id) {
+			if err := g.requireDBAdmin(rq, db); err != nil {
+				return err
+			}
+		}
+		return g.putAtt(rq, db, id, name)
+	}
+	return methodNotAllowed("DELETE,GET,HEAD,PUT")
+}
+
+func (g *Gateway) getAtt(rq *req, db, id, name string) error {
+	m := &pb.GetDoc{Id: id}
+	if rev := rq.q.Get("rev"); rev != "" {
+		if _, err := revtree.ParseRev(rev); err != nil {
+			return errBadRev
+		}
+		m.Revs = []string{rev}
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, m)
+	if err != nil {
+		return err
+	}
+	if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || (len(m.Revs) == 0 && r.Bodies[0].Deleted) {
+		return errMissing
+	}
+	var meta *pb.AttMeta
+	for _, a := range r.Bodies[0].Atts {
+		if a.Name == name {
+			meta = a
+		}
+	}
+	if meta == nil {
+		return newErr(404, "not_found", "Document is missing attachment")
+	}
+	etag := `"` + strings.TrimPrefix(meta.Digest, "md5-") + `"`
+	h := rq.w.Header()
+	h.Set("ETag", etag)
+	h.Set("Content-Type", meta.ContentType)
+	h.Set("Accept-Ranges", "none")
+	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
+		rq.w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	h.Set("Content-Length", strconv.FormatUint(meta.Length, 10))
+	if rq.r.Method == http.MethodHead {
+		rq.w.WriteHeader(200)
+		return nil
+	}
+	data, err := g.c.GetAtt(rq.ctx, db, id, meta.Digest)
+	if err != nil {
+		return err
+	}
+	rq.w.WriteHeader(200)
+	_, _ = rq.w.Write(data)
+	return nil
+}
+
+func (g *Gateway) putAtt(rq *req, db, id, name string) error {
+	if err := checkDocID(id); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, "_") {
+		return badRequest("Attachment name '" + name + "' starts with prohibited character '_'")
+	}
+	rev := rq.q.Get("rev")
+	if im := strings.Trim(rq.r.Header.Get("If-Match"), `"`); rev == "" && im != "" {
+		rev = im
+	}
+	var base *pb.RevBody
+	var info *pb.FullDocInfo
+	if rev != "" {
+		if _, err := revtree.ParseRev(rev); err != nil {
+			return errBadRev
+		}
+		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, Revs: []string{rev}})
+		if err != nil {
+			return err
+		}
+		info = r.Info
+		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+			return errConflict
+		}
+		base = r.Bodies[0]
+	} else if rq.r.Method == http.MethodDelete {
+		return errConflict
+	}
+	u := &pb.DocUpdate{Id: id, Rev: rev, Body: []byte("{}"), HasAtts: true}
+	if base != nil {
+		u.Body = base.Json
+		_ = info
+		for _, a := range base.Atts {
+			if a.Name != name {
+				u.Atts = append(u.Atts, &pb.Att{Name: a.Name, Stub: true})
+			}
+		}
+	}
+	if rq.r.Method == http.MethodDelete {
+		found := false
+		for _, a := range base.Atts {
+			found = found || a.Name == name
+		}
+		if !found {
+			return newErr(404, "not_found", "Document is missing attachment")
+		}
+	} else {
+		data, err := readBody(rq, g.cfg.MaxRequestSize)
+		if err != nil {
+			return err
+		}
+		ct := rq.r.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		u.Atts = append(u.Atts, &pb.Att{Name: name, ContentType: ct, Data: data, Digest: digestOf(data), Length: uint64(len(data))})
+	}
+	sortAtts(u.Atts)
+	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
+	if err != nil {
+		return err
+	}
+	if out[0].Err != nil {
+		return out[0].Err
+	}
+	h := rq.w.Header()
+	status := 201
+	if rq.r.Method == http.MethodDelete {
+		status = 200
+	} else {
+		h.Set("Location", g.base(rq)+rq.r.URL.EscapedPath())
+	}
+	if out[0].Accepted {
+		status = 202
+	}
+	buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
+	buf = append(buf, `,"rev":`...)
+	buf = docjson.AppendString(buf, out[0].Rev)
+	return g.writeJSON(rq, status, append(buf, "}\n"...))
+}

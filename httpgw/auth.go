@@ -1,0 +1,385 @@
+package httpgw
+
+import (
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// DefaultIterations is CouchDB 3.4+'s PBKDF2 iteration count.
+const DefaultIterations = 600000
+
+// Credential is a stored password: PBKDF2-SHA256, as CouchDB's _users docs.
+type Credential struct {
+	Name       string   `json:"name"`
+	Roles      []string `json:"roles,omitempty"`
+	Scheme     string   `json:"password_scheme"`
+	PRF        string   `json:"pbkdf2_prf"`
+	Salt       string   `json:"salt"`
+	Iterations int      `json:"iterations"`
+	DerivedKey string   `json:"derived_key"`
+}
+
+// NewCredential hashes a password with a fresh salt.
+func NewCredential(name, password string, iterations int) *Credential {
+	var salt [16]byte
+	_, _ = rand.Read(salt[:])
+	c := &Credential{Name: name, Scheme: "pbkdf2", PRF: "sha256", Salt: hex.EncodeToString(salt[:]), Iterations: iterations}
+	c.DerivedKey = hex.EncodeToString(c.derive(password))
+	return c
+}
+
+func (c *Credential) derive(password string) []byte {
+	k, _ := pbkdf2.Key(sha256.New, password, []byte(c.Salt), c.Iterations, 32)
+	return k
+}
+
+// Verify checks a password against the stored hash.
+func (c *Credential) Verify(password string) bool {
+	if c.Scheme != "pbkdf2" || c.Iterations <= 0 {
+		return false
+	}
+	want, err := hex.DecodeString(c.DerivedKey)
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare(c.derive(password), want) == 1
+}
+
+// User is the authenticated user of a request (nil: anonymous).
+type User struct {
+	Name    string
+	Roles   []string
+	Admin   bool
+	Handler string // "default" (basic) or "cookie"
+}
+
+// authenticator checks credentials. PBKDF2 with 600k iterations costs about
+// a third of a second, so verified credentials are cached (as CouchDB's
+// auth cache) by a keyed hash of name and password, never the password.
+type authenticator struct {
+	g     *Gateway
+	mu    sync.Mutex
+	cache map[[32]byte]cached
+}
+
+type cached struct {
+	user    *User
+	salt    string
+	expires time.Time
+}
+
+func newAuthenticator(g *Gateway) *authenticator {
+	return &authenticator{g: g, cache: map[[32]byte]cached{}}
+}
+
+var errBadLogin = newErr(401, "unauthorized", "Name or password is incorrect.")
+
+func (a *authenticator) authenticate(rq *req) (*User, error) {
+	if h := rq.r.Header.Get("Authorization"); h != "" {
+		scheme, rest, _ := strings.Cut(h, " ")
+		if strings.EqualFold(scheme, "Basic") {
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+			if err != nil {
+				return nil, badRequest("Authorization header has invalid base64 value")
+			}
+			name, pw, ok := strings.Cut(string(raw), ":")
+			if !ok {
+				return nil, badRequest("Authorization header has invalid base64 value")
+			}
+			u, err := a.login(rq, name, pw)
+			if err != nil {
+				return nil, err
+			}
+			u2 := *u
+			u2.Handler = "default"
+			return &u2, nil
+		}
+	}
+	if c, err := rq.r.Cookie("AuthSession"); err == nil && c.Value != "" {
+		if u := a.checkCookie(rq, c.Value); u != nil {
+			return u, nil
+		}
+	}
+	return nil, nil
+}
+
+// login verifies name and password against the server admin, then _users.
+func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
+	key := a.key(name, pw)
+	a.mu.Lock()
+	c, ok := a.cache[key]
+	a.mu.Unlock()
+	if ok && time.Now().Before(c.expires) {
+		return c.user, nil
+	}
+	var user *User
+	var salt string
+	admin := a.g.cfg.Admin
+	if name == admin.Name {
+		if !admin.Verify(pw) {
+			return nil, errBadLogin
+		}
+		user, salt = &User{Name: name, Roles: []string{"_admin"}, Admin: true}, admin.Salt
+	} else {
+		cred, err := a.userDoc(rq, name)
+		if err != nil || cred == nil || !cred.Verify(pw) {
+			return nil, errBadLogin
+		}
+		roles := cred.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		user, salt = &User{Name: name, Roles: roles, Admin: slices.Contains(roles, "_admin")}, cred.Salt
+	}
+	a.mu.Lock()
+	if len(a.cache) > 10000 {
+		clear(a.cache)
+	}
+	a.cache[key] = cached{user: user, salt: salt, expires: time.Now().Add(5 * time.Minute)}
+	a.mu.Unlock()
+	return user, nil
+}
+
+func (a *authenticator) key(name, pw string) [32]byte {
+	m := hmac.New(sha256.New, a.g.cfg.CookieSecret)
+	m.Write([]byte(name))
+	m.Write([]byte{0})
+	m.Write([]byte(pw))
+	var k [32]byte
+	copy(k[:], m.Sum(nil))
+	return k
+}
+
+// userDoc reads org.couchdb.user:NAME from _users.
+func (a *authenticator) userDoc(rq *req, name string) (*Credential, error) {
+	r, err := a.g.c.GetDoc(rq.ctx, "_users", &pb.GetDoc{Id: "org.couchdb.user:" + name})
+	if err != nil {
+		return nil, err
+	}
+	if r.Info == nil || r.Info.Deleted || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+		return nil, nil
+	}
+	var cred Credential
+	if err := json.Unmarshal(r.Bodies[0].Json, &cred); err != nil {
+		return nil, err
+	}
+	return &cred, nil
+}
+
+// cookie: base64url("name:hexTime:hmac"), the hmac keyed by the node secret
+// and the user's salt, so a password change invalidates sessions.
+func (a *authenticator) makeCookie(name, salt string, now time.Time) string {
+	payload := name + ":" + strconv.FormatInt(now.Unix(), 16)
+	return base64.RawURLEncoding.EncodeToString([]byte(payload + ":" + a.mac(payload, salt)))
+}
+
+func (a *authenticator) mac(payload, salt string) string {
+	m := hmac.New(sha256.New, append(append([]byte{}, a.g.cfg.CookieSecret...), salt...))
+	m.Write([]byte(payload))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (a *authenticator) checkCookie(rq *req, v string) *User {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil
+	}
+	parts := strings.Split(string(raw), ":")
+	if len(parts) < 3 {
+		return nil
+	}
+	mac := parts[len(parts)-1]
+	ts := parts[len(parts)-2]
+	name := strings.Join(parts[:len(parts)-2], ":")
+	t, err := strconv.ParseInt(ts, 16, 64)
+	if err != nil || time.Since(time.Unix(t, 0)) > a.g.cfg.SessionTimeout {
+		return nil
+	}
+	var user *User
+	var salt string
+	if name == a.g.cfg.Admin.Name {
+		user, salt = &User{Name: name, Roles: []string{"_admin"}, Admin: true}, a.g.cfg.Admin.Salt
+	} else {
+		cred, err := a.userDoc(rq, name)
+		if err != nil || cred == nil {
+			return nil
+		}
+		roles := cred.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		user, salt = &User{Name: name, Roles: roles, Admin: slices.Contains(roles, "_admin")}, cred.Salt
+	}
+	if !hmac.Equal([]byte(mac), []byte(a.mac(name+":"+ts, salt))) {
+		return nil
+	}
+	user.Handler = "cookie"
+	return user
+}
+
+func (a *authenticator) saltOf(rq *req, name string) string {
+	if name == a.g.cfg.Admin.Name {
+		return a.g.cfg.Admin.Salt
+	}
+	if cred, err := a.userDoc(rq, name); err == nil && cred != nil {
+		return cred.Salt
+	}
+	return ""
+}
+
+func (g *Gateway) handleSession(rq *req) error {
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		ctx := map[string]any{"name": nil, "roles": []string{}}
+		info := map[string]any{"authentication_handlers": []string{"cookie", "default"}}
+		if u := rq.user; u != nil {
+			ctx["name"], ctx["roles"] = u.Name, u.Roles
+			info["authenticated"] = u.Handler
+		}
+		return g.writeJSON(rq, 200, map[string]any{"ok": true, "userCtx": ctx, "info": info})
+	case http.MethodPost:
+		var name, pw string
+		ct := rq.r.Header.Get("Content-Type")
+		switch {
+		case strings.HasPrefix(ct, "application/json"):
+			var body struct {
+				Name     string `json:"name"`
+				Password string `json:"password"`
+			}
+			if err := g.decodeJSON(rq, &body); err != nil {
+				return err
+			}
+			name, pw = body.Name, body.Password
+		case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
+			if err := rq.r.ParseForm(); err != nil {
+				return badRequest("invalid form")
+			}
+			name, pw = rq.r.PostForm.Get("name"), rq.r.PostForm.Get("password")
+		default:
+			return newErr(415, "bad_content_type", "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'")
+		}
+		u, err := g.auth.login(rq, name, pw)
+		if err != nil {
+			return err
+		}
+		cookie := g.auth.makeCookie(u.Name, g.auth.saltOf(rq, u.Name), time.Now())
+		g.setSessionCookie(rq, cookie)
+		if next := rq.q.Get("next"); next != "" && strings.HasPrefix(next, "/") {
+			rq.w.Header().Set("Location", next)
+			return g.writeJSON(rq, 302, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
+		}
+		return g.writeJSON(rq, 200, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
+	case http.MethodDelete:
+		g.setSessionCookie(rq, "")
+		return g.writeJSON(rq, 200, okBody)
+	}
+	return methodNotAllowed("GET,HEAD,POST,DELETE")
+}
+
+func (g *Gateway) setSessionCookie(rq *req, v string) {
+	age := int(g.cfg.SessionTimeout / time.Second)
+	exp := time.Now().Add(g.cfg.SessionTimeout).UTC().Format(http.TimeFormat)
+	rq.w.Header().Set("Set-Cookie", "AuthSession="+v+"; Version=1; Expires="+exp+"; Max-Age="+strconv.Itoa(age)+"; Path=/; HttpOnly")
+}
+
+// security is a database's _security object.
+type security struct {
+	Admins  principals `json:"admins"`
+	Members principals `json:"members"`
+}
+
+type principals struct {
+	Names []string `json:"names"`
+	Roles []string `json:"roles"`
+}
+
+func (p principals) empty() bool { return len(p.Names) == 0 && len(p.Roles) == 0 }
+
+func (p principals) match(u *User) bool {
+	if u == nil {
+		return false
+	}
+	if slices.Contains(p.Names, u.Name) {
+		return true
+	}
+	for _, r := range u.Roles {
+		if slices.Contains(p.Roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) loadSecurity(rq *req, db string) (*security, error) {
+	info, err := g.c.DBInfo(rq.ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var s security
+	if len(info.Meta.Security) > 0 {
+		if err := json.Unmarshal(info.Meta.Security, &s); err != nil {
+			return nil, err
+		}
+	}
+	return &s, nil
+}
+
+// requireMember checks read/write access to db's documents.
+func (g *Gateway) requireMember(rq *req, db string) error {
+	if rq.user != nil && rq.user.Admin {
+		return nil
+	}
+	s, err := g.loadSecurity(rq, db)
+	if err != nil {
+		return err
+	}
+	if s.Admins.match(rq.user) || s.Members.empty() || s.Members.match(rq.user) {
+		return nil
+	}
+	if rq.user == nil {
+		return errUnauthorized
+	}
+	return errForbidden
+}
+
+// requireDBAdmin checks rights to design docs and _security.
+func (g *Gateway) requireDBAdmin(rq *req, db string) error {
+	if rq.user != nil && rq.user.Admin {
+		return nil
+	}
+	s, err := g.loadSecurity(rq, db)
+	if err != nil {
+		return err
+	}
+	if s.Admins.match(rq.user) {
+		return nil
+	}
+	if rq.user == nil {
+		return newErr(401, "unauthorized", "You are not a db or server admin.")
+	}
+	return newErr(403, "forbidden", "You are not a db or server admin.")
+}
+
+func requireAdmin(rq *req) error {
+	if rq.user != nil && rq.user.Admin {
+		return nil
+	}
+	return errNotAdmin
+}
+
+var errNoAuth = errors.New("unauthenticated")

@@ -1,0 +1,327 @@
+package httpgw
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// handleBulkDocs writes a batch. Docs are tagged 0..n-1 (ids may repeat)
+// and the coordinator answers by tag (seed 000). One bad id or oversize doc
+// fails the whole request before anything is written, as CouchDB does.
+func (g *Gateway) handleBulkDocs(rq *req, db string) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	b, err := readBody(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return err
+	}
+	bd, err := docjson.ParseBulkDocs(b)
+	if err != nil {
+		return err
+	}
+	newEdits := bd.NewEdits
+	if !bd.HasNewEdits {
+		if newEdits, err = boolParam(rq, "new_edits", true); err != nil {
+			return err
+		}
+	}
+	ids := make([]string, len(bd.Docs))
+	parsed := make([]*docjson.Doc, len(bd.Docs))
+	for i, raw := range bd.Docs {
+		d, err := docjson.ParseDoc(raw)
+		if err != nil {
+			return err
+		}
+		id := d.ID
+		if !d.HasID {
+			id = uuids.next()
+		}
+		if int64(len(raw)) > g.cfg.MaxDocumentSize {
+			return newErr(413, "document_too_large", id)
+		}
+		if err := checkDocID(id); err != nil {
+			return err
+		}
+		if isDesign(id) {
+			if err := g.requireDBAdmin(rq, db); err != nil {
+				return err
+			}
+		}
+		if db == "_users" {
+			if d, err = g.prepareUserDoc(d); err != nil {
+				return err
+			}
+		}
+		ids[i], parsed[i] = id, d
+	}
+	if bd.AllOrNothing {
+		out := make([]map[string]string, len(ids))
+		for i, id := range ids {
+			out[i] = map[string]string{"id": id, "rev": "0-", "error": "not_implemented", "reason": "all_or_nothing is not supported"}
+		}
+		return g.writeJSON(rq, 417, out)
+	}
+	updates := make([]*pb.DocUpdate, len(parsed))
+	for i, d := range parsed {
+		u, err := docUpdate(uint32(i), ids[i], d, newEdits)
+		if err != nil {
+			return err
+		}
+		updates[i] = u
+	}
+	w := bd.W
+	if !bd.HasW {
+		if w, err = intParam(rq, "w", 0); err != nil {
+			return err
+		}
+	}
+	out, err := g.c.UpdateDocs(rq.ctx, db, updates, newEdits, w)
+	if err != nil {
+		return err
+	}
+	status := 201
+	buf := make([]byte, 0, 64*len(out)+2)
+	buf = append(buf, '[')
+	n := 0
+	for i, o := range out {
+		if o.Accepted {
+			status = 202
+		}
+		if !newEdits && o.Err == nil {
+			continue
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		if o.Err != nil {
+			buf = append(buf, `{"id":`...)
+			buf = docjson.AppendString(buf, ids[i])
+			buf = append(buf, `,"error":`...)
+			buf = docjson.AppendString(buf, o.Err.Code)
+			buf = append(buf, `,"reason":`...)
+			buf = docjson.AppendString(buf, o.Err.Reason)
+			buf = append(buf, '}')
+			continue
+		}
+		buf = append(buf, `{"ok":true,"id":`...)
+		buf = docjson.AppendString(buf, ids[i])
+		buf = append(buf, `,"rev":`...)
+		buf = docjson.AppendString(buf, o.Rev)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, "]\n"...)
+	return g.writeJSON(rq, status, buf)
+}
+
+type bulkGetItem struct {
+	ID        string   `json:"id"`
+	Rev       string   `json:"rev"`
+	AttsSince []string `json:"atts_since"`
+}
+
+// handleBulkGet fetches many docs (revs) in one request, as replicators do.
+func (g *Gateway) handleBulkGet(rq *req, db string) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	var body struct {
+		Docs json.RawMessage `json:"docs"`
+	}
+	if err := g.decodeJSON(rq, &body); err != nil {
+		return err
+	}
+	var items []bulkGetItem
+	if len(body.Docs) == 0 {
+		return badRequest("Missing JSON list of 'docs'.")
+	}
+	if err := json.Unmarshal(body.Docs, &items); err != nil {
+		return badRequest("`docs` parameter must be an array of objects with an `id`.")
+	}
+	o, err := g.parseDocOpts(rq)
+	if err != nil {
+		return err
+	}
+	latest, err := boolParam(rq, "latest", false)
+	if err != nil {
+		return err
+	}
+	results := make([][]byte, len(items))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = g.bulkGetOne(rq, db, &items[i], o, latest)
+		}()
+	}
+	wg.Wait()
+	buf := []byte(`{"results":[`)
+	for i, r := range results {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, r...)
+	}
+	buf = append(buf, "]}\n"...)
+	return g.writeJSON(rq, 200, buf)
+}
+
+func bulkGetError(id, rev, code, reason string) []byte {
+	b := append([]byte(`{"error":{"id":`), docjson.AppendString(nil, id)...)
+	b = append(b, `,"rev":`...)
+	b = docjson.AppendString(b, rev)
+	b = append(b, `,"error":`...)
+	b = docjson.AppendString(b, code)
+	b = append(b, `,"reason":`...)
+	b = docjson.AppendString(b, reason)
+	return append(b, "}}"...)
+}
+
+func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *docOpts, latest bool) []byte {
+	o := *base
+	if len(it.AttsSince) > 0 {
+		o.attsSince = it.AttsSince
+	}
+	out := append([]byte(`{"id":`), docjson.AppendString(nil, it.ID)...)
+	out = append(out, `,"docs":[`...)
+	rev := it.Rev
+	if rev == "" {
+		rev = "undefined"
+	}
+	fail := func(code, reason string) []byte {
+		return append(append(out, bulkGetError(it.ID, rev, code, reason)...), "]}"...)
+	}
+	if it.ID == "" {
+		return fail("illegal_docid", "Document id must not be empty")
+	}
+	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: o.attachments || len(o.attsSince) > 0}
+	if it.Rev != "" {
+		if _, err := revtree.ParseRev(it.Rev); err != nil {
+			return fail("bad_request", "Invalid rev format")
+		}
+		m.Revs = []string{it.Rev}
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, m)
+	if err != nil {
+		ce := toCouch(err)
+		return fail(ce.code, ce.reason)
+	}
+	if r.Info == nil || len(r.Bodies) == 0 {
+		return fail("not_found", "missing")
+	}
+	n := 0
+	for _, b := range r.Bodies {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		if b.Missing {
+			out = append(out, bulkGetError(it.ID, b.Rev, "not_found", "missing")...)
+			continue
+		}
+		out = append(out, `{"ok":`...)
+		out = appendDoc(out, it.ID, r.Info, b, &o)
+		out = append(out, '}')
+	}
+	return append(out, "]}"...)
+}
+
+// handleRevsDiff answers which of the given revs the database lacks.
+func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	var body map[string][]string
+	if err := g.decodeJSON(rq, &body); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(body))
+	for id := range body {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	infos, err := g.c.GetDocInfos(rq.ctx, db, ids)
+	if err != nil {
+		return err
+	}
+	type diff struct {
+		Missing   []string `json:"missing"`
+		Ancestors []string `json:"possible_ancestors,omitempty"`
+	}
+	res := map[string]diff{}
+	legacyRes := map[string][]string{}
+	for i, id := range ids {
+		info := infos[i]
+		var missing []revtree.Rev
+		seen := map[revtree.Rev]bool{}
+		for _, s := range body[id] {
+			r, err := revtree.ParseRev(s)
+			if err != nil {
+				return errBadRev
+			}
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			if info == nil || revtree.Find(info, r) < 0 {
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		sort.Slice(missing, func(a, b int) bool {
+			if missing[a].Pos != missing[b].Pos {
+				return missing[a].Pos < missing[b].Pos
+			}
+			return missing[a].Hash < missing[b].Hash
+		})
+		d := diff{}
+		var maxPos uint64
+		for _, m := range missing {
+			d.Missing = append(d.Missing, m.String())
+			maxPos = max(maxPos, m.Pos)
+		}
+		if info != nil {
+			for _, l := range revtree.Leaves(info) {
+				if l.Rev.Pos < maxPos {
+					d.Ancestors = append(d.Ancestors, l.Rev.String())
+				}
+			}
+		}
+		res[id] = d
+		legacyRes[id] = d.Missing
+	}
+	if legacy {
+		return g.writeJSON(rq, 200, map[string]any{"missing_revs": legacyRes})
+	}
+	return g.writeJSON(rq, 200, res)
+}

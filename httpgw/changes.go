@@ -1,0 +1,334 @@
+package httpgw
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// DefaultChangesTimeout ends an idle longpoll or continuous feed (CouchDB's
+// changes_timeout).
+const DefaultChangesTimeout = 60 * time.Second
+
+type changesReq struct {
+	feed        string
+	since       string
+	limit       int
+	descending  bool
+	includeDocs bool
+	conflicts   bool
+	allDocs     bool
+	heartbeat   time.Duration
+	timeout     time.Duration
+	docIDs      map[string]bool
+	seqInterval int
+	doc         docOpts
+}
+
+func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
+	c := &changesReq{feed: "normal", limit: -1, timeout: DefaultChangesTimeout}
+	var err error
+	if f := rq.q.Get("feed"); f != "" {
+		switch f {
+		case "normal", "longpoll", "continuous", "eventsource":
+			c.feed = f
+		default:
+			return nil, badRequest("Supported `feed` types: normal, continuous, live, longpoll, eventsource")
+		}
+	}
+	if rq.q.Get("feed") == "live" {
+		c.feed = "continuous"
+	}
+	c.since = rq.q.Get("since")
+	if rq.r.Header.Get("Last-Event-ID") != "" && c.since == "" {
+		c.since = rq.r.Header.Get("Last-Event-ID")
+	}
+	if c.limit, err = intParam(rq, "limit", -1); err != nil {
+		return nil, err
+	}
+	if c.descending, err = boolParam(rq, "descending", false); err != nil {
+		return nil, err
+	}
+	if c.includeDocs, err = boolParam(rq, "include_docs", false); err != nil {
+		return nil, err
+	}
+	if c.conflicts, err = boolParam(rq, "conflicts", false); err != nil {
+		return nil, err
+	}
+	if c.doc.attachments, err = boolParam(rq, "attachments", false); err != nil {
+		return nil, err
+	}
+	c.doc.conflicts = c.conflicts
+	switch s := rq.q.Get("style"); s {
+	case "", "main_only":
+	case "all_docs":
+		c.allDocs = true
+	default:
+		return nil, badRequest("Supported `style` values: main_only, all_docs")
+	}
+	if hb := rq.q.Get("heartbeat"); hb != "" {
+		if hb == "true" {
+			c.heartbeat = 60 * time.Second
+		} else {
+			n, err := strconv.Atoi(hb)
+			if err != nil || n < 0 {
+				return nil, badRequest("Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
+			}
+			c.heartbeat = time.Duration(max(n, 10)) * time.Millisecond
+		}
+	}
+	if t := rq.q.Get("timeout"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			return nil, badRequest("Invalid timeout value. Expecting a positive integer value (in milliseconds).")
+		}
+		c.timeout = time.Duration(n) * time.Millisecond
+	}
+	if c.seqInterval, err = intParam(rq, "seq_interval", 0); err != nil {
+		return nil, err
+	}
+	switch f := rq.q.Get("filter"); f {
+	case "":
+	case "_doc_ids":
+		var ids []string
+		if rq.r.Method == http.MethodPost {
+			var body struct {
+				DocIDs []string `json:"doc_ids"`
+			}
+			if err := g.decodeJSON(rq, &body); err != nil {
+				return nil, err
+			}
+			ids = body.DocIDs
+		}
+		if ids == nil {
+			if ok, err := jsonParam(rq, &ids, "doc_ids"); err != nil {
+				return nil, err
+			} else if !ok && rq.r.Method != http.MethodPost {
+				return nil, badRequest("`doc_ids` filter parameter is not a list of doc ids.")
+			}
+		}
+		c.docIDs = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			c.docIDs[id] = true
+		}
+	default:
+		return nil, badRequest("filter " + strconv.Quote(f) + " is not supported yet")
+	}
+	return c, nil
+}
+
+// handleChanges serves _changes in all four feed styles. Rows are written
+// as the coordinator merges them from the shards' by-seq indexes.
+func (g *Gateway) handleChanges(rq *req, db string) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead && rq.r.Method != http.MethodPost {
+		return methodNotAllowed("GET,HEAD,POST")
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	c, err := g.parseChanges(rq)
+	if err != nil {
+		return err
+	}
+	since := c.since
+	if since == "now" {
+		if since, err = g.c.Now(rq.ctx, db); err != nil {
+			return err
+		}
+	}
+	q := coordinator.ChangesQuery{Since: since, Descending: c.descending, Limit: c.limit, IncludeDocs: c.includeDocs}
+	if c.docIDs != nil {
+		ids := c.docIDs
+		q.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	}
+	// validate since before the status line goes out
+	if _, err := g.c.Changes(rq.ctx, db, coordinator.ChangesQuery{Since: since, Limit: 0}, func(*coordinator.ChangeRow) error { return nil }); err != nil {
+		return err
+	}
+	w := newRowWriter(rq)
+	h := rq.w.Header()
+	if c.feed == "eventsource" {
+		h.Set("Content-Type", "text/event-stream")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	rq.w.WriteHeader(200)
+
+	switch c.feed {
+	case "normal", "longpoll":
+		w.raw(`{"results":[`)
+		if c.feed == "longpoll" {
+			w.flush()
+		}
+		n, last, pending, err := g.changesPass(rq, db, c, q, w, "normal")
+		if err == nil && n == 0 && c.feed == "longpoll" && !c.descending {
+			if g.waitChange(rq, db, last, c, w) {
+				q.Since = last
+				_, last, pending, err = g.changesPass(rq, db, c, q, w, "normal")
+			}
+		}
+		if err != nil {
+			g.log.Warn("changes feed ended early", "db", db, "err", err)
+		}
+		w.raw("\n],\n\"last_seq\":")
+		w.line(docjson.AppendString(nil, last))
+		w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n")
+		w.flush()
+	default:
+		// continuous and eventsource: rows until limit or timeout
+		remaining := c.limit
+		last := since
+		var pending uint64
+		for {
+			q.Since, q.Limit = last, remaining
+			n, l, p, err := g.changesPass(rq, db, c, q, w, c.feed)
+			if err != nil {
+				g.log.Warn("changes feed ended early", "db", db, "err", err)
+				break
+			}
+			last, pending = l, p
+			w.flush()
+			if remaining >= 0 {
+				remaining -= n
+				if remaining <= 0 {
+					break
+				}
+			}
+			if c.descending || !g.waitChange(rq, db, last, c, w) {
+				break
+			}
+		}
+		if c.feed == "continuous" {
+			w.raw(`{"last_seq":`)
+			w.line(docjson.AppendString(nil, last))
+			w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n")
+		}
+		w.flush()
+	}
+	return nil
+}
+
+// waitChange waits for a change after since, sending heartbeats; false
+// means the feed should end (timeout or client gone).
+func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWriter) bool {
+	deadline := time.Now().Add(c.timeout)
+	if c.heartbeat > 0 {
+		deadline = time.Now().Add(24 * time.Hour * 365)
+	}
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		step := left
+		if c.heartbeat > 0 && c.heartbeat < step {
+			step = c.heartbeat
+		}
+		got, err := g.c.Wait(rq.ctx, db, since, step)
+		if err != nil || rq.ctx.Err() != nil {
+			return false
+		}
+		if got {
+			return true
+		}
+		if c.heartbeat > 0 {
+			w.raw("\n")
+			w.flush()
+			if w.err != nil {
+				return false
+			}
+		}
+	}
+}
+
+// changesPass writes one pass of rows and returns how many it wrote, the
+// last seq and the pending count.
+func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.ChangesQuery, w *rowWriter, style string) (int, string, uint64, error) {
+	n, consumed := 0, 0
+	base := q.Filter
+	q.Filter = func(i *pb.FullDocInfo) bool {
+		consumed++
+		return base == nil || base(i)
+	}
+	last, err := g.c.Changes(rq.ctx, db, q, func(r *coordinator.ChangeRow) error {
+		buf := g.appendChange(nil, r, c)
+		switch style {
+		case "normal":
+			if n > 0 {
+				w.raw(",\n")
+			} else {
+				w.raw("\n")
+			}
+			w.line(buf)
+		case "continuous":
+			w.line(buf)
+			w.raw("\n")
+		case "eventsource":
+			w.raw("data: ")
+			w.line(buf)
+			w.raw("\nid: ")
+			w.line(docjson.AppendString(nil, r.Seq))
+			w.raw("\n\n")
+		}
+		n++
+		return w.err
+	})
+	if err != nil {
+		return n, q.Since, 0, err
+	}
+	var pending uint64
+	if q.Limit >= 0 && n >= q.Limit && !c.descending {
+		// rows beyond the limit are pending
+		if rest, err := g.c.PendingAfter(rq.ctx, db, last); err == nil {
+			pending = rest
+		}
+	}
+	if consumed > n {
+		pending += uint64(consumed - n)
+	}
+	return n, last, pending, nil
+}
+
+func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, c *changesReq) []byte {
+	info := r.Info
+	buf = append(buf, `{"seq":`...)
+	buf = docjson.AppendString(buf, r.Seq)
+	buf = append(buf, `,"id":`...)
+	buf = docjson.AppendString(buf, info.Id)
+	buf = append(buf, `,"changes":[`...)
+	if c.allDocs {
+		for i, l := range revtree.Leaves(info) {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"rev":`...)
+			buf = docjson.AppendString(buf, l.Rev.String())
+			buf = append(buf, '}')
+		}
+	} else {
+		buf = append(buf, `{"rev":`...)
+		buf = docjson.AppendString(buf, info.Winner)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, ']')
+	if info.Deleted {
+		buf = append(buf, `,"deleted":true`...)
+	}
+	if c.includeDocs {
+		buf = append(buf, `,"doc":`...)
+		if r.Json == nil {
+			buf = append(buf, "null"...)
+		} else {
+			buf = appendDoc(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts}, &c.doc)
+		}
+	}
+	return append(buf, '}')
+}
+
+var _ = json.Valid

@@ -1,0 +1,321 @@
+package httpgw
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+)
+
+var dbNameRE = regexp.MustCompile(`^[a-z][a-z0-9_$()+/-]*$`)
+
+const maxDBNameLen = 238
+
+var systemDBs = map[string]bool{"_users": true, "_replicator": true, "_global_changes": true}
+
+func illegalDBName(name string) error {
+	return newErr(400, "illegal_database_name", "Name: '"+name+"'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+}
+
+func checkDBName(name string) error {
+	if len(name) > maxDBNameLen {
+		return newErr(400, "database_name_too_long", "At least one path segment of `"+name+"` is too long.")
+	}
+	if systemDBs[name] || dbNameRE.MatchString(name) {
+		return nil
+	}
+	return illegalDBName(name)
+}
+
+func (g *Gateway) routeDB(rq *req) error {
+	db := rq.segs[0]
+	if len(rq.segs) == 1 {
+		return g.handleDB(rq, db)
+	}
+	second, rest := rq.segs[1], rq.segs[2:]
+	if len(rq.segs) == 2 && second == "" {
+		return g.handleDB(rq, db)
+	}
+	switch second {
+	case "_all_docs":
+		return g.handleAllDocs(rq, db, "", len(rest))
+	case "_design_docs":
+		return g.handleAllDocs(rq, db, "_design/", len(rest))
+	case "_local_docs":
+		return g.handleAllDocs(rq, db, "_local/", len(rest))
+	case "_bulk_docs":
+		return g.handleBulkDocs(rq, db)
+	case "_bulk_get":
+		return g.handleBulkGet(rq, db)
+	case "_changes":
+		return g.handleChanges(rq, db)
+	case "_revs_diff":
+		return g.handleRevsDiff(rq, db, false)
+	case "_missing_revs":
+		return g.handleRevsDiff(rq, db, true)
+	case "_security":
+		return g.handleSecurity(rq, db)
+	case "_revs_limit":
+		return g.handleRevsLimit(rq, db)
+	case "_ensure_full_commit":
+		return g.handleEnsureFullCommit(rq, db)
+	case "_local":
+		if len(rest) == 0 {
+			return errMissing
+		}
+		return g.handleLocal(rq, db, "_local/"+strings.Join(rest, "/"))
+	case "_design":
+		if len(rest) == 0 {
+			return errMissing
+		}
+		return g.handleDocOrAtt(rq, db, "_design/"+rest[0], rest[1:])
+	}
+	if strings.HasPrefix(second, "_design/") || strings.HasPrefix(second, "_local/") {
+		if rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead {
+			// CouchDB redirects an encoded slash to the canonical path
+			u := *rq.r.URL
+			u.RawPath = ""
+			u.Path = "/" + db + "/" + second
+			if len(rest) > 0 {
+				u.Path += "/" + strings.Join(rest, "/")
+			}
+			rq.w.Header().Set("Location", g.base(rq)+u.EscapedPath()+queryString(rq))
+			rq.w.WriteHeader(http.StatusMovedPermanently)
+			return nil
+		}
+		if strings.HasPrefix(second, "_local/") {
+			return g.handleLocal(rq, db, second)
+		}
+		return g.handleDocOrAtt(rq, db, second, rest)
+	}
+	if strings.HasPrefix(second, "_") {
+		if err := g.requireMember(rq, db); err != nil {
+			return err
+		}
+		if rq.r.Method == http.MethodPut || rq.r.Method == http.MethodPost {
+			return errIllegalDocID
+		}
+		return errMissing
+	}
+	return g.handleDocOrAtt(rq, db, second, rest)
+}
+
+func queryString(rq *req) string {
+	if rq.r.URL.RawQuery == "" {
+		return ""
+	}
+	return "?" + rq.r.URL.RawQuery
+}
+
+// base is the client-visible base URL (for Location headers).
+func (g *Gateway) base(rq *req) string {
+	scheme := "http"
+	if rq.r.TLS != nil {
+		scheme = "https"
+	}
+	if p := rq.r.Header.Get("X-Forwarded-Proto"); p != "" {
+		scheme = p
+	}
+	return scheme + "://" + rq.r.Host
+}
+
+func (g *Gateway) handleDB(rq *req, db string) error {
+	switch rq.r.Method {
+	case http.MethodPut:
+		if err := requireAdmin(rq); err != nil {
+			return err
+		}
+		if err := checkDBName(db); err != nil {
+			return err
+		}
+		q, err := intParam(rq, "q", 0)
+		if err != nil {
+			return err
+		}
+		if q > 256 {
+			return badRequest("q must be between 1 and 256")
+		}
+		if n, err := intParam(rq, "n", 1); err != nil {
+			return err
+		} else if n != 1 {
+			return newErr(400, "bad_request", "n must be 1 on a single node")
+		}
+		if err := g.dbs.CreateDB(rq.ctx, db, q); err != nil {
+			return err
+		}
+		rq.w.Header().Set("Location", g.base(rq)+"/"+escapeDocID(db))
+		return g.writeJSON(rq, 201, okBody)
+	case http.MethodGet, http.MethodHead:
+		if err := g.requireMember(rq, db); err != nil {
+			return err
+		}
+		b, err := g.dbInfo(rq, db)
+		if err != nil {
+			return err
+		}
+		return g.writeJSON(rq, 200, append(b, '\n'))
+	case http.MethodDelete:
+		if rq.q.Has("rev") {
+			return badRequest("You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
+		}
+		if err := requireAdmin(rq); err != nil {
+			return err
+		}
+		if err := g.dbs.DeleteDB(rq.ctx, db); err != nil {
+			return err
+		}
+		return g.writeJSON(rq, 200, okBody)
+	case http.MethodPost:
+		if err := g.requireMember(rq, db); err != nil {
+			return err
+		}
+		if err := requireJSON(rq); err != nil {
+			return err
+		}
+		return g.postDoc(rq, db)
+	}
+	return methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+}
+
+type dbInfoJSON struct {
+	InstanceStartTime string           `json:"instance_start_time"`
+	DBName            string           `json:"db_name"`
+	PurgeSeq          string           `json:"purge_seq"`
+	UpdateSeq         string           `json:"update_seq"`
+	Sizes             map[string]int64 `json:"sizes"`
+	Props             struct{}         `json:"props"`
+	DocDelCount       uint64           `json:"doc_del_count"`
+	DocCount          uint64           `json:"doc_count"`
+	DiskFormatVersion int              `json:"disk_format_version"`
+	CompactRunning    bool             `json:"compact_running"`
+	Cluster           map[string]int   `json:"cluster"`
+}
+
+func (g *Gateway) dbInfo(rq *req, db string) ([]byte, error) {
+	info, err := g.c.DBInfo(rq.ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	n := int(info.Record.N)
+	if n < 1 {
+		n = 1
+	}
+	return json.Marshal(dbInfoJSON{
+		InstanceStartTime: strconv.FormatInt(info.Record.CreatedUs, 10),
+		DBName:            db,
+		PurgeSeq:          strconv.FormatUint(info.PurgeSeq, 10) + "-g1AAAAAA",
+		UpdateSeq:         info.UpdateSeq,
+		Sizes:             map[string]int64{"file": info.External + info.Active, "external": info.External, "active": info.Active},
+		DocDelCount:       info.DelCount,
+		DocCount:          info.DocCount,
+		DiskFormatVersion: 8,
+		Cluster:           map[string]int{"q": int(info.Record.Q), "n": n, "w": n/2 + 1, "r": n/2 + 1},
+	})
+}
+
+func (g *Gateway) handleSecurity(rq *req, db string) error {
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		if err := g.requireMember(rq, db); err != nil {
+			return err
+		}
+		info, err := g.c.DBInfo(rq.ctx, db)
+		if err != nil {
+			return err
+		}
+		sec := info.Meta.Security
+		if len(sec) == 0 {
+			sec = []byte("{}")
+		}
+		return g.writeJSON(rq, 200, append(append([]byte{}, sec...), '\n'))
+	case http.MethodPut:
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return err
+		}
+		b, err := readBody(rq, 1<<20)
+		if err != nil {
+			return err
+		}
+		var s map[string]json.RawMessage
+		if err := json.Unmarshal(b, &s); err != nil {
+			return errInvalidJSON
+		}
+		for _, k := range []string{"admins", "members"} {
+			if v, ok := s[k]; ok {
+				var p struct {
+					Names []string `json:"names"`
+					Roles []string `json:"roles"`
+				}
+				if err := json.Unmarshal(v, &p); err != nil {
+					return badRequest(k + " must be a JSON object with string arrays names and roles")
+				}
+			}
+		}
+		compact, err := docjson.Compact(nil, b)
+		if err != nil {
+			return errInvalidJSON
+		}
+		if err := g.c.SetMeta(rq.ctx, db, &pb.SetMeta{Security: compact}); err != nil {
+			return err
+		}
+		return g.writeJSON(rq, 200, okBody)
+	}
+	return methodNotAllowed("GET,HEAD,PUT")
+}
+
+func (g *Gateway) handleRevsLimit(rq *req, db string) error {
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		if err := g.requireMember(rq, db); err != nil {
+			return err
+		}
+		info, err := g.c.DBInfo(rq.ctx, db)
+		if err != nil {
+			return err
+		}
+		return g.writeJSON(rq, 200, []byte(strconv.FormatUint(info.Meta.RevsLimit, 10)+"\n"))
+	case http.MethodPut:
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return err
+		}
+		b, err := readBody(rq, 1024)
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 32)
+		if err != nil || n == 0 {
+			return badRequest("Rev limit has to be an integer")
+		}
+		if err := g.c.SetMeta(rq.ctx, db, &pb.SetMeta{RevsLimit: n}); err != nil {
+			return err
+		}
+		return g.writeJSON(rq, 200, okBody)
+	}
+	return methodNotAllowed("GET,HEAD,PUT")
+}
+
+func (g *Gateway) handleEnsureFullCommit(rq *req, db string) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	info, err := g.c.DBInfo(rq.ctx, db)
+	if err != nil {
+		return err
+	}
+	// every acknowledged write is already synced; flush what was cast
+	if err := g.c.Flush(rq.ctx, db); err != nil {
+		return err
+	}
+	return g.writeJSON(rq, 201, map[string]any{"ok": true, "instance_start_time": strconv.FormatInt(info.Record.CreatedUs, 10)})
+}

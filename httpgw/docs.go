@@ -1,0 +1,409 @@
+package httpgw
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+func escapeDocID(id string) string {
+	for _, p := range []string{"_design/", "_local/"} {
+		if strings.HasPrefix(id, p) {
+			return p[:len(p)-1] + "%2F" + url.PathEscape(id[len(p):])
+		}
+	}
+	return url.PathEscape(id)
+}
+
+func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
+	if len(att) > 0 && !(len(att) == 1 && att[0] == "") {
+		return g.handleAtt(rq, db, id, strings.Join(att, "/"))
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		return g.getDoc(rq, db, id)
+	case http.MethodPut:
+		return g.putDoc(rq, db, id)
+	case http.MethodDelete:
+		return g.deleteDoc(rq, db, id)
+	case "COPY":
+		return g.copyDoc(rq, db, id)
+	case http.MethodPost:
+		return methodNotAllowed("DELETE,GET,HEAD,PUT,COPY")
+	}
+	return methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
+}
+
+func isDesign(id string) bool { return strings.HasPrefix(id, "_design/") }
+
+func (g *Gateway) parseDocOpts(rq *req) (*docOpts, error) {
+	o := &docOpts{}
+	var err error
+	for _, p := range []struct {
+		name string
+		dst  *bool
+	}{{"revs", &o.revs}, {"revs_info", &o.revsInfo}, {"conflicts", &o.conflicts},
+		{"deleted_conflicts", &o.deletedConflicts}, {"local_seq", &o.localSeq},
+		{"attachments", &o.attachments}, {"att_encoding_info", &o.attEncodingInfo}} {
+		if *p.dst, err = boolParam(rq, p.name, false); err != nil {
+			return nil, err
+		}
+	}
+	if meta, err := boolParam(rq, "meta", false); err != nil {
+		return nil, err
+	} else if meta {
+		o.conflicts, o.deletedConflicts, o.revsInfo = true, true, true
+	}
+	if _, err := jsonParam(rq, &o.attsSince, "atts_since"); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (g *Gateway) getDoc(rq *req, db, id string) error {
+	o, err := g.parseDocOpts(rq)
+	if err != nil {
+		return err
+	}
+	latest, err := boolParam(rq, "latest", false)
+	if err != nil {
+		return err
+	}
+	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.attachments || len(o.attsSince) > 0}
+	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
+		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o)
+	}
+	if rev := rq.q.Get("rev"); rev != "" {
+		if _, err := revtree.ParseRev(rev); err != nil {
+			return errBadRev
+		}
+		m.Revs = []string{rev}
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, m)
+	if err != nil {
+		return err
+	}
+	if r.Info == nil {
+		return errMissing
+	}
+	if len(r.Bodies) == 0 || r.Bodies[0].Missing {
+		return errMissing
+	}
+	rb := r.Bodies[0]
+	if len(m.Revs) == 0 && rb.Deleted {
+		return errDeleted
+	}
+	etag := `"` + rb.Rev + `"`
+	rq.w.Header().Set("ETag", etag)
+	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
+		rq.w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	buf := appendDoc(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
+	return g.writeJSON(rq, 200, append(buf, '\n'))
+}
+
+func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *docOpts) error {
+	if spec == "all" {
+		m.OpenRevsAll = true
+	} else {
+		var revs []string
+		if err := json.Unmarshal([]byte(spec), &revs); err != nil {
+			return errInvalidJSON
+		}
+		for _, s := range revs {
+			if _, err := revtree.ParseRev(s); err != nil {
+				return errBadRev
+			}
+		}
+		if len(revs) == 0 {
+			return g.writeJSON(rq, 200, []byte("[]\n"))
+		}
+		m.Revs = revs
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, m)
+	if err != nil {
+		return err
+	}
+	if r.Info == nil {
+		if m.OpenRevsAll {
+			return errMissing
+		}
+		r.Bodies = nil
+		for _, s := range m.Revs {
+			r.Bodies = append(r.Bodies, &pb.RevBody{Rev: s, Missing: true})
+		}
+	}
+	// CouchDB lists found revs sorted by rev, then the missing ones
+	found := make([]*pb.RevBody, 0, len(r.Bodies))
+	var missing []*pb.RevBody
+	for _, b := range r.Bodies {
+		if b.Missing {
+			missing = append(missing, b)
+		} else {
+			found = append(found, b)
+		}
+	}
+	sortRevBodies(found)
+	buf := []byte{'['}
+	for i, b := range found {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"ok":`...)
+		buf = appendDoc(buf, m.Id, r.Info, b, o)
+		buf = append(buf, '}')
+	}
+	for i, b := range missing {
+		if i > 0 || len(found) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"missing":`...)
+		buf = docjson.AppendString(buf, b.Rev)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, "]\n"...)
+	return g.writeJSON(rq, 200, buf)
+}
+
+func sortRevBodies(b []*pb.RevBody) {
+	less := func(x, y *pb.RevBody) bool {
+		rx, _ := revtree.ParseRev(x.Rev)
+		ry, _ := revtree.ParseRev(y.Rev)
+		if rx.Pos != ry.Pos {
+			return rx.Pos < ry.Pos
+		}
+		return rx.Hash < ry.Hash
+	}
+	for i := 1; i < len(b); i++ {
+		for j := i; j > 0 && less(b[j], b[j-1]); j-- {
+			b[j], b[j-1] = b[j-1], b[j]
+		}
+	}
+}
+
+// revFromRequest reconciles the rev given in the body, ?rev= and If-Match.
+func revFromRequest(rq *req, d *docjson.Doc) error {
+	q := rq.q.Get("rev")
+	im := strings.Trim(strings.TrimPrefix(rq.r.Header.Get("If-Match"), "W/"), `"`)
+	if d.HasRev {
+		if q != "" && q != d.Rev {
+			return errRevMismatchQ
+		}
+		if im != "" && im != d.Rev {
+			return errRevMismatchIM
+		}
+		return nil
+	}
+	if q != "" && im != "" && q != im {
+		return errRevMismatchIM
+	}
+	if q != "" {
+		d.Rev, d.HasRev = q, true
+	} else if im != "" {
+		d.Rev, d.HasRev = im, true
+	}
+	return nil
+}
+
+func (g *Gateway) putDoc(rq *req, db, id string) error {
+	if err := checkDocID(id); err != nil {
+		return err
+	}
+	if isDesign(id) {
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return err
+		}
+	}
+	b, err := readBody(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > g.cfg.MaxDocumentSize {
+		return newErr(413, "document_too_large", "")
+	}
+	d, err := docjson.ParseDoc(b)
+	if err != nil {
+		return err
+	}
+	if err := revFromRequest(rq, d); err != nil {
+		return err
+	}
+	newEdits, err := boolParam(rq, "new_edits", true)
+	if err != nil {
+		return err
+	}
+	if db == "_users" {
+		if d, err = g.prepareUserDoc(d); err != nil {
+			return err
+		}
+	}
+	return g.writeOne(rq, db, id, d, newEdits, true)
+}
+
+// writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE.
+func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, newEdits, location bool) error {
+	u, err := docUpdate(0, id, d, newEdits)
+	if err != nil {
+		return err
+	}
+	w, err := intParam(rq, "w", 0)
+	if err != nil {
+		return err
+	}
+	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, newEdits, w)
+	if err != nil {
+		return err
+	}
+	o := out[0]
+	if o.Err != nil {
+		return o.Err
+	}
+	rev := o.Rev
+	if !newEdits {
+		rev = d.Rev
+		if d.Revisions != nil && len(d.Revisions.IDs) > 0 {
+			rev = revtree.Rev{Pos: d.Revisions.Start, Hash: d.Revisions.IDs[0]}.String()
+		}
+	}
+	h := rq.w.Header()
+	h.Set("ETag", `"`+rev+`"`)
+	if location {
+		h.Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(id))
+	}
+	status := 201
+	switch {
+	case rq.q.Get("batch") == "ok":
+		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
+	case d.Deleted:
+		status = 200
+	case o.Accepted:
+		status = 202
+	}
+	buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
+	buf = append(buf, `,"rev":`...)
+	buf = docjson.AppendString(buf, rev)
+	buf = append(buf, "}\n"...)
+	return g.writeJSON(rq, status, buf)
+}
+
+func (g *Gateway) postDoc(rq *req, db string) error {
+	b, err := readBody(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > g.cfg.MaxDocumentSize {
+		return newErr(413, "document_too_large", "")
+	}
+	d, err := docjson.ParseDoc(b)
+	if err != nil {
+		return err
+	}
+	id := d.ID
+	if !d.HasID {
+		id = uuids.next()
+	}
+	if err := checkDocID(id); err != nil {
+		return err
+	}
+	if isDesign(id) {
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return err
+		}
+	}
+	if db == "_users" {
+		if d, err = g.prepareUserDoc(d); err != nil {
+			return err
+		}
+	}
+	return g.writeOne(rq, db, id, d, true, true)
+}
+
+func (g *Gateway) deleteDoc(rq *req, db, id string) error {
+	if isDesign(id) {
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return err
+		}
+	}
+	d := &docjson.Doc{Deleted: true, Body: []byte("{}")}
+	if err := revFromRequest(rq, d); err != nil {
+		return err
+	}
+	if !d.HasRev {
+		return errConflict
+	}
+	return g.writeOne(rq, db, id, d, true, false)
+}
+
+// copyDoc implements COPY with a Destination header ("id" or "id?rev=R").
+func (g *Gateway) copyDoc(rq *req, db, id string) error {
+	dest := rq.r.Header.Get("Destination")
+	if dest == "" {
+		return badRequest("Destination header is mandatory for COPY.")
+	}
+	destID, destQ, _ := strings.Cut(dest, "?")
+	destID, err := url.PathUnescape(destID)
+	if err != nil {
+		return badRequest("Invalid Destination header")
+	}
+	if err := checkDocID(destID); err != nil {
+		return err
+	}
+	if isDesign(destID) {
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return err
+		}
+	}
+	m := &pb.GetDoc{Id: id, WithAttsData: true}
+	if rev := rq.q.Get("rev"); rev != "" {
+		m.Revs = []string{rev}
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, m)
+	if err != nil {
+		return err
+	}
+	if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+		return errMissing
+	}
+	src := r.Bodies[0]
+	if len(m.Revs) == 0 && src.Deleted {
+		return errDeleted
+	}
+	d := &docjson.Doc{Body: src.Json}
+	if dq, err := url.ParseQuery(destQ); err == nil && dq.Get("rev") != "" {
+		d.Rev, d.HasRev = dq.Get("rev"), true
+	}
+	u, err := docUpdate(0, destID, d, true)
+	if err != nil {
+		return err
+	}
+	for i, a := range src.Atts {
+		if i < len(src.AttData) {
+			u.Atts = append(u.Atts, &pb.Att{Name: a.Name, ContentType: a.ContentType, Data: src.AttData[i], Digest: a.Digest, Length: a.Length})
+		}
+	}
+	u.HasAtts = len(u.Atts) > 0
+	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
+	if err != nil {
+		return err
+	}
+	if out[0].Err != nil {
+		return out[0].Err
+	}
+	h := rq.w.Header()
+	h.Set("ETag", `"`+out[0].Rev+`"`)
+	h.Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(destID))
+	status := 201
+	if out[0].Accepted {
+		status = 202
+	}
+	return g.writeJSON(rq, status, map[string]any{"ok": true, "id": destID, "rev": out[0].Rev})
+}

@@ -1,0 +1,103 @@
+package httpgw
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/settee/settee/actors"
+	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+)
+
+// ErrDBExists is returned by Databases.CreateDB for an existing database.
+var ErrDBExists = errors.New("httpgw: database exists")
+
+// couchError is an error with its CouchDB wire form.
+type couchError struct {
+	status int
+	code   string
+	reason string
+}
+
+func (e *couchError) Error() string { return e.code + ": " + e.reason }
+
+func newErr(status int, code, reason string) *couchError {
+	return &couchError{status: status, code: code, reason: reason}
+}
+
+func badRequest(reason string) *couchError { return newErr(400, "bad_request", reason) }
+
+var (
+	errInvalidJSON   = badRequest("invalid UTF-8 JSON")
+	errBadRev        = badRequest("Invalid rev format")
+	errDBNotFound    = newErr(404, "not_found", "Database does not exist.")
+	errMissing       = newErr(404, "not_found", "missing")
+	errDeleted       = newErr(404, "not_found", "deleted")
+	errConflict      = newErr(409, "conflict", "Document update conflict.")
+	errUnauthorized  = newErr(401, "unauthorized", "You are not authorized to access this db.")
+	errNotAdmin      = newErr(401, "unauthorized", "You are not a server admin.")
+	errForbidden     = newErr(403, "forbidden", "You are not allowed to access this db.")
+	errBadCType      = newErr(415, "bad_content_type", "Content-Type must be application/json")
+	errDBExists      = newErr(412, "file_exists", "The database could not be created, the file already exists.")
+	errTooLarge      = newErr(413, "too_large", "the request entity is too large")
+	errBadSeq        = badRequest("Malformed sequence supplied in 'since' parameter.")
+	errIllegalDocID  = newErr(400, "illegal_docid", "Only reserved document ids may start with underscore.")
+	errDocIDNotStr   = newErr(400, "illegal_docid", "Document id must be a string")
+	errDocIDEmpty    = newErr(400, "illegal_docid", "Document id must not be empty")
+	errDocIDNotUTF8  = newErr(400, "illegal_docid", "Document id must be valid UTF-8")
+	errRevMismatchQ  = badRequest("Document rev from request body and query string have different values")
+	errRevMismatchIM = badRequest("Document rev and etag have different values")
+)
+
+// codeStatus maps error names that cross actors (pb.Error codes) to HTTP
+// statuses.
+var codeStatus = map[string]int{
+	"not_found":                404,
+	"conflict":                 409,
+	"bad_request":              400,
+	"missing_stub":             412,
+	"precondition_failed":      412,
+	"forbidden":                403,
+	"unauthorized":             401,
+	"doc_validation":           400,
+	"illegal_docid":            400,
+	"document_too_large":       413,
+	"internal_error":           500,
+	"request_entity_too_large": 413,
+}
+
+// toCouch is the one place an error becomes CouchDB's wire form.
+func toCouch(err error) *couchError {
+	var ce *couchError
+	var pe *pb.Error
+	var dj *docjson.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce
+	case errors.Is(err, coordinator.ErrDBNotFound):
+		return errDBNotFound
+	case errors.Is(err, coordinator.ErrBadSeq):
+		return errBadSeq
+	case errors.Is(err, ErrDBExists):
+		return errDBExists
+	case errors.As(err, &pe):
+		st, ok := codeStatus[pe.Code]
+		if !ok {
+			st = 500
+		}
+		return newErr(st, pe.Code, pe.Reason)
+	case errors.As(err, &dj):
+		return newErr(400, dj.CouchError, dj.Reason)
+	case errors.Is(err, context.DeadlineExceeded):
+		return newErr(500, "timeout", "The request could not be processed in a reasonable amount of time.")
+	case errors.Is(err, actors.ErrUnreachable):
+		return newErr(500, "internal_server_error", "shard unavailable")
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return newErr(413, "too_large", "the request entity is too large")
+	}
+	return newErr(500, "unknown_error", err.Error())
+}

@@ -1,0 +1,70 @@
+package httpgw
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Query parameters follow CouchDB's parsing and its error texts.
+
+func boolParam(rq *req, name string, def bool) (bool, error) {
+	v, ok := rq.q[name]
+	if !ok || len(v) == 0 {
+		return def, nil
+	}
+	switch v[len(v)-1] {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, newErr(400, "query_parse_error", "Invalid boolean parameter: \""+v[len(v)-1]+"\"")
+}
+
+func intParam(rq *req, name string, def int) (int, error) {
+	v, ok := rq.q[name]
+	if !ok || len(v) == 0 {
+		return def, nil
+	}
+	s := v[len(v)-1]
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, newErr(400, "query_parse_error", "Invalid value for integer: \""+s+"\"")
+	}
+	if n < 0 {
+		return 0, newErr(400, "query_parse_error", "Invalid value for positive integer: \""+s+"\"")
+	}
+	return n, nil
+}
+
+// jsonParam decodes a JSON-valued query parameter (startkey, keys, ...),
+// trying each of names in order.
+func jsonParam(rq *req, v any, names ...string) (bool, error) {
+	for _, name := range names {
+		vals, ok := rq.q[name]
+		if !ok || len(vals) == 0 {
+			continue
+		}
+		if err := json.Unmarshal([]byte(vals[len(vals)-1]), v); err != nil {
+			return false, errInvalidJSON
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// stringKey reads a JSON string key parameter; non-string keys in an id
+// index match nothing, so they are reported as absent only where CouchDB
+// ignores them.
+func stringKey(rq *req, names ...string) (string, bool, error) {
+	var raw json.RawMessage
+	ok, err := jsonParam(rq, &raw, names...)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, newErr(400, "query_parse_error", "Invalid key: must be a string")
+	}
+	return s, true, nil
+}

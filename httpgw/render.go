@@ -1,0 +1,158 @@
+package httpgw
+
+import (
+	"encoding/base64"
+	"strconv"
+
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// docOpts are the GET options that change how a doc is rendered.
+type docOpts struct {
+	revs             bool
+	revsInfo         bool
+	conflicts        bool
+	deletedConflicts bool
+	localSeq         bool
+	attachments      bool     // inline data
+	attsSince        []string // inline data only for atts newer than these
+	attEncodingInfo  bool
+}
+
+// appendDoc splices a stored body into a document: the stored bytes are
+// copied as they are, with _id, _rev and the asked-for members around them.
+func appendDoc(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *docOpts) []byte {
+	dst = append(dst, `{"_id":`...)
+	dst = docjson.AppendString(dst, id)
+	dst = append(dst, `,"_rev":`...)
+	dst = docjson.AppendString(dst, rb.Rev)
+	body := rb.Json
+	if len(body) > 2 {
+		dst = append(dst, ',')
+		dst = append(dst, body[1:len(body)-1]...)
+	}
+	if rb.Deleted {
+		dst = append(dst, `,"_deleted":true`...)
+	}
+	var idx = -1
+	if info != nil && o != nil && (o.revs || o.revsInfo || o.localSeq) {
+		if r, err := revtree.ParseRev(rb.Rev); err == nil {
+			idx = revtree.Find(info, r)
+		}
+	}
+	if o != nil && idx >= 0 {
+		if o.revs {
+			path := revtree.Path(info, idx)
+			dst = append(dst, `,"_revisions":{"start":`...)
+			dst = strconv.AppendUint(dst, path[0].Pos, 10)
+			dst = append(dst, `,"ids":[`...)
+			for i, p := range path {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = docjson.AppendString(dst, p.Hash)
+			}
+			dst = append(dst, "]}"...)
+		}
+		if o.revsInfo {
+			dst = append(dst, `,"_revs_info":[`...)
+			for i, ri := range revtree.RevsInfo(info, idx) {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, `{"rev":`...)
+				dst = docjson.AppendString(dst, ri.Rev.String())
+				dst = append(dst, `,"status":`...)
+				dst = docjson.AppendString(dst, ri.Status)
+				dst = append(dst, '}')
+			}
+			dst = append(dst, ']')
+		}
+		if o.localSeq {
+			dst = append(dst, `,"_local_seq":`...)
+			dst = strconv.AppendUint(dst, info.Nodes[idx].Seq, 10)
+		}
+	}
+	if o != nil && info != nil && (o.conflicts || o.deletedConflicts) {
+		if o.conflicts {
+			dst = appendRevList(dst, "_conflicts", revtree.Conflicts(info))
+		}
+		if o.deletedConflicts {
+			dst = appendRevList(dst, "_deleted_conflicts", revtree.DeletedConflicts(info))
+		}
+	}
+	if len(rb.Atts) > 0 {
+		dst = appendAtts(dst, rb, o)
+	}
+	return append(dst, '}')
+}
+
+func appendRevList(dst []byte, name string, revs []revtree.Rev) []byte {
+	if len(revs) == 0 {
+		return dst
+	}
+	dst = append(dst, `,"`...)
+	dst = append(dst, name...)
+	dst = append(dst, `":[`...)
+	for i, r := range revs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = docjson.AppendString(dst, r.String())
+	}
+	return append(dst, ']')
+}
+
+// attsSincePos is the highest generation among atts_since revs (CouchDB
+// sends data for attachments whose revpos is newer).
+func attsSincePos(revs []string) uint64 {
+	var max uint64
+	for _, s := range revs {
+		if r, err := revtree.ParseRev(s); err == nil && r.Pos > max {
+			max = r.Pos
+		}
+	}
+	return max
+}
+
+func appendAtts(dst []byte, rb *pb.RevBody, o *docOpts) []byte {
+	dst = append(dst, `,"_attachments":{`...)
+	since := uint64(0)
+	withData := o != nil && o.attachments
+	if o != nil && len(o.attsSince) > 0 {
+		since = attsSincePos(o.attsSince)
+		withData = true
+	}
+	for i, a := range rb.Atts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = docjson.AppendString(dst, a.Name)
+		dst = append(dst, `:{"content_type":`...)
+		dst = docjson.AppendString(dst, a.ContentType)
+		dst = append(dst, `,"revpos":`...)
+		dst = strconv.AppendUint(dst, a.Revpos, 10)
+		dst = append(dst, `,"digest":`...)
+		dst = docjson.AppendString(dst, a.Digest)
+		inline := withData && a.Revpos > since && i < len(rb.AttData)
+		if inline {
+			dst = append(dst, `,"data":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, rb.AttData[i])
+			dst = append(dst, '"')
+		} else {
+			dst = append(dst, `,"length":`...)
+			dst = strconv.AppendUint(dst, a.Length, 10)
+			dst = append(dst, `,"stub":true`...)
+		}
+		if o != nil && o.attEncodingInfo && a.Encoding != "" {
+			dst = append(dst, `,"encoding":`...)
+			dst = docjson.AppendString(dst, a.Encoding)
+			dst = append(dst, `,"encoded_length":`...)
+			dst = strconv.AppendUint(dst, a.EncodedLength, 10)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}

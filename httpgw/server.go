@@ -1,0 +1,253 @@
+package httpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/settee/settee/coordinator"
+)
+
+// Databases creates, deletes and lists databases; node implements it.
+type Databases interface {
+	CreateDB(ctx context.Context, name string, q int) error
+	DeleteDB(ctx context.Context, name string) error
+	AllDBs(ctx context.Context) []string
+}
+
+// Config wires a gateway.
+type Config struct {
+	Coordinator     *coordinator.Coordinator
+	Databases       Databases
+	Admin           *Credential
+	CookieSecret    []byte
+	UUID            string
+	Version         string
+	GitSHA          string
+	NodeName        string
+	DefaultQ        int
+	MaxDocumentSize int64
+	MaxRequestSize  int64
+	Logger          *slog.Logger
+	// SessionTimeout is the AuthSession cookie lifetime (CouchDB: 600 s).
+	SessionTimeout time.Duration
+}
+
+// Gateway is the CouchDB HTTP API of one node.
+type Gateway struct {
+	cfg     Config
+	c       *coordinator.Coordinator
+	dbs     Databases
+	log     *slog.Logger
+	welcome []byte // GET / is built once (seed 004)
+	server  string
+	auth    *authenticator
+}
+
+// New builds a gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Coordinator == nil || cfg.Databases == nil || cfg.Admin == nil {
+		return nil, errors.New("httpgw: coordinator, databases and admin are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 600 * time.Second
+	}
+	g := &Gateway{cfg: cfg, c: cfg.Coordinator, dbs: cfg.Databases, log: cfg.Logger,
+		server: "settee/" + cfg.Version}
+	w, err := json.Marshal(map[string]any{
+		"couchdb":  "Welcome",
+		"version":  "3.5.2",
+		"settee":   cfg.Version,
+		"git_sha":  cfg.GitSHA,
+		"uuid":     cfg.UUID,
+		"features": []string{"access-ready", "partitioned", "pluggable-storage-engines", "reshard", "scheduler"},
+		"vendor":   map[string]string{"name": "settee", "version": cfg.Version},
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.welcome = append(w, '\n')
+	g.auth = newAuthenticator(g)
+	return g, nil
+}
+
+// req is one request being served.
+type req struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	ctx  context.Context
+	user *User
+	// path segments, unescaped
+	segs []string
+	q    url.Values
+}
+
+// ServeHTTP routes a request. A panic is recovered, logged and answered 500.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Server", g.server)
+	h.Set("Cache-Control", "must-revalidate")
+	rq := &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			g.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			g.fail(rq, newErr(500, "unknown_error", fmt.Sprint(p)))
+		}
+	}()
+	segs, err := splitPath(r.URL.EscapedPath())
+	if err != nil {
+		g.fail(rq, badRequest("invalid path"))
+		return
+	}
+	rq.segs = segs
+	user, err := g.auth.authenticate(rq)
+	if err != nil {
+		g.fail(rq, err)
+		return
+	}
+	rq.user = user
+	if err := g.route(rq); err != nil {
+		g.fail(rq, err)
+	}
+}
+
+func splitPath(p string) ([]string, error) {
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return nil, nil
+	}
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = u
+	}
+	return parts, nil
+}
+
+func (g *Gateway) route(rq *req) error {
+	if len(rq.segs) == 0 {
+		return g.handleRoot(rq)
+	}
+	first := rq.segs[0]
+	if strings.HasPrefix(first, "_") {
+		switch first {
+		case "_up":
+			return g.handleUp(rq)
+		case "_uuids":
+			return g.handleUUIDs(rq)
+		case "_all_dbs":
+			return g.handleAllDBs(rq)
+		case "_dbs_info":
+			return g.handleDBsInfo(rq)
+		case "_session":
+			return g.handleSession(rq)
+		case "_active_tasks":
+			return g.handleActiveTasks(rq)
+		case "_users", "_replicator":
+			return g.routeDB(rq)
+		}
+		if len(rq.segs) == 1 && rq.r.Method == http.MethodPut {
+			return illegalDBName(first)
+		}
+		return newErr(400, "illegal_database_name", "Name: '"+first+"'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+	}
+	return g.routeDB(rq)
+}
+
+func methodNotAllowed(allowed string) error {
+	return newErr(405, "method_not_allowed", "Only "+allowed+" allowed")
+}
+
+// writeJSON answers with v marshalled (or raw bytes as they are).
+func (g *Gateway) writeJSON(rq *req, status int, v any) error {
+	var b []byte
+	switch t := v.(type) {
+	case []byte:
+		b = t
+	case json.RawMessage:
+		b = t
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return err
+		}
+		b = append(b, '\n')
+	}
+	h := rq.w.Header()
+	h.Set("Content-Type", "application/json")
+	rq.w.WriteHeader(status)
+	if rq.r.Method != http.MethodHead {
+		_, _ = rq.w.Write(b)
+	}
+	return nil
+}
+
+func (g *Gateway) fail(rq *req, err error) {
+	ce := toCouch(err)
+	if ce.status >= 500 {
+		g.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
+	}
+	if ce.status == 401 && rq.r.Header.Get("Authorization") == "" && !strings.Contains(rq.r.Header.Get("Accept"), "json") {
+		rq.w.Header().Set("WWW-Authenticate", `Basic realm="server"`)
+	}
+	b, _ := json.Marshal(map[string]string{"error": ce.code, "reason": ce.reason})
+	_ = g.writeJSON(rq, ce.status, append(b, '\n'))
+}
+
+var okBody = []byte("{\"ok\":true}\n")
+
+// readBody reads a request body up to limit bytes.
+func readBody(rq *req, limit int64) ([]byte, error) {
+	if rq.r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(rq.w, rq.r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errTooLarge
+		}
+		return nil, badRequest("could not read request body")
+	}
+	return b, nil
+}
+
+func requireJSON(rq *req) error {
+	ct := rq.r.Header.Get("Content-Type")
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	if strings.TrimSpace(strings.ToLower(ct)) != "application/json" {
+		return errBadCType
+	}
+	return nil
+}
+
+// decodeJSON reads a small JSON request body into v.
+func (g *Gateway) decodeJSON(rq *req, v any) error {
+	b, err := readBody(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return errInvalidJSON
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package httpgw
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+func (g *Gateway) handleRoot(rq *req) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET,HEAD")
+	}
+	return g.writeJSON(rq, 200, g.welcome)
+}
+
+var upBody = []byte("{\"status\":\"ok\",\"seeds\":{}}\n")
+
+func (g *Gateway) handleUp(rq *req) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET,HEAD")
+	}
+	return g.writeJSON(rq, 200, upBody)
+}
+
+// uuidGen is CouchDB's "sequential" algorithm: a random 26-hex prefix and a
+// 6-hex counter advanced by small random steps, so ids sort by creation.
+type uuidGen struct {
+	mu     sync.Mutex
+	prefix string
+	n      uint32
+}
+
+var uuids = &uuidGen{}
+
+func (u *uuidGen) next() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var b [1]byte
+	_, _ = rand.Read(b[:])
+	u.n += uint32(b[0]%0xfe) + 1
+	if u.prefix == "" || u.n >= 0xfff000 {
+		var p [13]byte
+		_, _ = rand.Read(p[:])
+		u.prefix = hex.EncodeToString(p[:])
+		u.n = uint32(b[0])
+	}
+	return fmt.Sprintf("%s%06x", u.prefix, u.n)
+}
+
+func (g *Gateway) handleUUIDs(rq *req) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET")
+	}
+	n := 1
+	if s := rq.q.Get("count"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			return badRequest("Invalid count parameter")
+		}
+		if v > 1000 {
+			return badRequest("count parameter too large")
+		}
+		n = v
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = uuids.next()
+	}
+	rq.w.Header().Set("ETag", `"`+out[0]+`"`)
+	return g.writeJSON(rq, 200, map[string]any{"uuids": out})
+}
+
+// dbRange filters db names with _all_dbs' startkey/endkey/limit/skip/descending.
+func dbRange(rq *req, names []string) ([]string, error) {
+	desc, err := boolParam(rq, "descending", false)
+	if err != nil {
+		return nil, err
+	}
+	start, hasStart, err := stringKey(rq, "startkey", "start_key")
+	if err != nil {
+		return nil, err
+	}
+	end, hasEnd, err := stringKey(rq, "endkey", "end_key")
+	if err != nil {
+		return nil, err
+	}
+	incl, err := boolParam(rq, "inclusive_end", true)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(rq, "limit", -1)
+	if err != nil {
+		return nil, err
+	}
+	skip, err := intParam(rq, "skip", 0)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	if desc {
+		for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
+			names[i], names[j] = names[j], names[i]
+		}
+	}
+	out := []string{}
+	for _, n := range names {
+		if hasStart && ((!desc && n < start) || (desc && n > start)) {
+			continue
+		}
+		if hasEnd {
+			if (!desc && (n > end || (!incl && n == end))) || (desc && (n < end || (!incl && n == end))) {
+				continue
+			}
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if limit >= 0 && len(out) >= limit {
+			break
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (g *Gateway) handleAllDBs(rq *req) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET,HEAD")
+	}
+	if len(rq.segs) > 1 {
+		return errMissing
+	}
+	if err := requireAdmin(rq); err != nil {
+		return err
+	}
+	names, err := dbRange(rq, g.dbs.AllDBs(rq.ctx))
+	if err != nil {
+		return err
+	}
+	return g.writeJSON(rq, 200, names)
+}
+
+func (g *Gateway) handleDBsInfo(rq *req) error {
+	if len(rq.segs) > 1 {
+		return errMissing
+	}
+	if err := requireAdmin(rq); err != nil {
+		return err
+	}
+	var names []string
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		var err error
+		if names, err = dbRange(rq, g.dbs.AllDBs(rq.ctx)); err != nil {
+			return err
+		}
+	case http.MethodPost:
+		if err := requireJSON(rq); err != nil {
+			return err
+		}
+		var body struct {
+			Keys []string `json:"keys"`
+		}
+		if err := g.decodeJSON(rq, &body); err != nil {
+			return err
+		}
+		if body.Keys == nil {
+			return badRequest("`keys` member must exist.")
+		}
+		names = body.Keys
+	default:
+		return methodNotAllowed("GET,HEAD,POST")
+	}
+	out := make([]map[string]any, 0, len(names))
+	for _, n := range names {
+		info, err := g.dbInfo(rq, n)
+		if err != nil {
+			out = append(out, map[string]any{"key": n, "error": "not_found"})
+			continue
+		}
+		out = append(out, map[string]any{"key": n, "info": json.RawMessage(info)})
+	}
+	return g.writeJSON(rq, 200, out)
+}
+
+func (g *Gateway) handleActiveTasks(rq *req) error {
+	if err := requireAdmin(rq); err != nil {
+		return err
+	}
+	return g.writeJSON(rq, 200, []byte("[]\n"))
+}

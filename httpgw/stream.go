@@ -1,0 +1,48 @@
+package httpgw
+
+import (
+	"net/http"
+)
+
+// rowWriter buffers streamed rows and hands them to the connection in
+// chunks, so rows go out as they are read without a syscall per row.
+type rowWriter struct {
+	rq  *req
+	buf []byte
+	err error
+}
+
+const flushAt = 32 << 10
+
+func newRowWriter(rq *req) *rowWriter {
+	return &rowWriter{rq: rq, buf: make([]byte, 0, flushAt+4096)}
+}
+
+func (w *rowWriter) raw(s string) {
+	w.buf = append(w.buf, s...)
+	if len(w.buf) >= flushAt {
+		w.write()
+	}
+}
+
+func (w *rowWriter) line(b []byte) {
+	w.buf = append(w.buf, b...)
+	if len(w.buf) >= flushAt {
+		w.write()
+	}
+}
+
+func (w *rowWriter) write() {
+	if w.err == nil && len(w.buf) > 0 && w.rq.r.Method != http.MethodHead {
+		_, w.err = w.rq.w.Write(w.buf)
+	}
+	w.buf = w.buf[:0]
+}
+
+// flush writes what is buffered and pushes it to the client now.
+func (w *rowWriter) flush() {
+	w.write()
+	if f, ok := w.rq.w.(http.Flusher); ok && w.err == nil {
+		f.Flush()
+	}
+}

@@ -1,0 +1,67 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Config is everything a node needs; cmd/settee binds flags and SETTEE_*
+// variables to it.
+type Config struct {
+	DataDir  string // badger and node files
+	HTTPAddr string // host:port; port 0 picks one
+	Admin    string // "user:password"; empty uses the stored admin or generates one
+	Name     string // node name, e.g. settee@127.0.0.1
+	Q        int    // default shards per new database
+	// MemoryMB is the node's budget for badger's caches and memtables.
+	MemoryMB int
+	// MaxDocumentSize and MaxRequestSize bound request bodies (bytes).
+	MaxDocumentSize int64
+	MaxRequestSize  int64
+	Logger          *slog.Logger
+	// AdminPasswordOut receives the generated admin password, once
+	// (stderr in settee serve).
+	AdminPasswordOut func(user, password string)
+}
+
+// Default returns a single-node configuration.
+func Default() Config {
+	return Config{
+		DataDir:         "./data",
+		HTTPAddr:        "127.0.0.1:5984",
+		Name:            "settee@127.0.0.1",
+		Q:               2,
+		MemoryMB:        256,
+		MaxDocumentSize: 8 << 20,
+		MaxRequestSize:  4 << 30,
+	}
+}
+
+// Validate checks the configuration without side effects.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir is empty"))
+	}
+	if c.HTTPAddr == "" {
+		errs = append(errs, errors.New("http address is empty"))
+	}
+	if c.Q < 1 || c.Q > 256 {
+		errs = append(errs, fmt.Errorf("q must be between 1 and 256, got %d", c.Q))
+	}
+	if c.Admin != "" {
+		u, p, ok := strings.Cut(c.Admin, ":")
+		if !ok || u == "" || p == "" {
+			errs = append(errs, errors.New("admin must be user:password"))
+		}
+	}
+	if c.MemoryMB < 32 {
+		errs = append(errs, fmt.Errorf("memory budget must be at least 32 MB, got %d", c.MemoryMB))
+	}
+	if c.MaxDocumentSize <= 0 || c.MaxRequestSize <= 0 {
+		errs = append(errs, errors.New("size limits must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,171 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/httpgw"
+)
+
+// Version is settee's version, stamped at build time.
+var Version = "0.1.0-dev"
+
+// GitSHA is the commit settee was built from, stamped at build time.
+var GitSHA = ""
+
+// Node is a running settee process.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	db    *badger.DB
+	sys   *actor.ActorSystem
+	cat   *catalog
+	coord *coordinator.Coordinator
+	srv   *http.Server
+	ln    net.Listener
+	uuid  string
+
+	closeOnce sync.Once
+	closeErr  error
+	served    chan error
+}
+
+// Start opens the store, starts the shard actors and listens for HTTP.
+// It returns once the node answers requests.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("node: config: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("node: data dir: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log, served: make(chan error, 1)}
+	var err error
+	if n.db, err = openBadger(cfg.DataDir, cfg.MemoryMB, log); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Node, error) {
+		if n.sys != nil {
+			n.sys.Shutdown()
+		}
+		_ = n.db.Close()
+		return nil, err
+	}
+	uuid, err := loadOrCreate(n.db, keyNodeUUID, func() ([]byte, error) { return []byte(newUUID()), nil })
+	if err != nil {
+		return fail(err)
+	}
+	n.uuid = string(uuid)
+	secret, err := loadOrCreate(n.db, keySecret, func() ([]byte, error) { return []byte(newUUID() + newUUID()), nil })
+	if err != nil {
+		return fail(err)
+	}
+	admin, err := n.loadAdmin()
+	if err != nil {
+		return fail(err)
+	}
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return log.With("src", "actor")
+	}))
+	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log); err != nil {
+		return fail(err)
+	}
+	n.coord = coordinator.New(n.sys.Root, n.cat)
+	for _, sysdb := range []string{"_users", "_replicator"} {
+		if _, err := n.cat.Lookup(ctx, sysdb); errors.Is(err, ErrDBNotFound) {
+			if _, err := n.cat.Create(ctx, sysdb, 1, nil); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	gw, err := httpgw.New(httpgw.Config{
+		Coordinator:     n.coord,
+		Databases:       n,
+		Admin:           admin,
+		CookieSecret:    secret,
+		UUID:            n.uuid,
+		Version:         Version,
+		GitSHA:          GitSHA,
+		NodeName:        cfg.Name,
+		DefaultQ:        cfg.Q,
+		MaxDocumentSize: cfg.MaxDocumentSize,
+		MaxRequestSize:  cfg.MaxRequestSize,
+		Logger:          log,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fail(fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err))
+	}
+	n.srv = &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { n.served <- n.srv.Serve(n.ln) }()
+	log.Info("settee started", "http", n.ln.Addr().String(), "data", cfg.DataDir, "node", cfg.Name)
+	return n, nil
+}
+
+// Addr is the HTTP listen address.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// URL is the node's base URL, without credentials.
+func (n *Node) URL() string { return "http://" + n.Addr() }
+
+// Done is closed with the serve error if the HTTP server stops by itself.
+func (n *Node) Done() <-chan error { return n.served }
+
+// Close stops accepting requests, waits for those in flight (up to ctx),
+// lets every shard finish its commits and closes badger.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if err := n.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
+		}
+		n.cat.stopAll()
+		n.sys.Shutdown()
+		if err := n.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: close badger: %w", err))
+		}
+		n.closeErr = errors.Join(errs...)
+		n.log.Info("settee stopped")
+	})
+	return n.closeErr
+}
+
+// CreateDB implements httpgw.Databases.
+func (n *Node) CreateDB(ctx context.Context, name string, q int) error {
+	if q <= 0 {
+		q = n.cfg.Q
+	}
+	_, err := n.cat.Create(ctx, name, q, nil)
+	if errors.Is(err, ErrDBExists) {
+		return httpgw.ErrDBExists
+	}
+	return err
+}
+
+// DeleteDB implements httpgw.Databases.
+func (n *Node) DeleteDB(ctx context.Context, name string) error {
+	return n.cat.Delete(ctx, name)
+}
+
+// AllDBs implements httpgw.Databases.
+func (n *Node) AllDBs(context.Context) []string { return n.cat.List() }

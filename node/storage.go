@@ -1,0 +1,41 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// openBadger opens the node's one badger instance with options sized from
+// the memory budget (badger's defaults cost hundreds of MB): bodies go to
+// the value log (ValueThreshold 1 KB) so LSM compactions do not rewrite
+// them, and every commit is synced.
+func openBadger(dir string, memoryMB int, log *slog.Logger) (*badger.DB, error) {
+	budget := int64(memoryMB) << 20
+	memtable := min(max(budget/8, 16<<20), 64<<20)
+	opts := badger.DefaultOptions(filepath.Join(dir, "badger")).
+		WithSyncWrites(true).
+		WithDetectConflicts(false). // each key range has one writer: its shard actor
+		WithValueThreshold(1024).
+		WithMemTableSize(memtable).
+		WithNumMemtables(3).
+		WithBlockCacheSize(budget / 4).
+		WithIndexCacheSize(budget / 8).
+		WithNumCompactors(2).
+		WithValueLogFileSize(256 << 20).
+		WithLogger(badgerLogger{log})
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("node: open badger in %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(fmt.Sprintf(f, a...), "src", "badger") }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(fmt.Sprintf(f, a...), "src", "badger") }
+func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debug(fmt.Sprintf(f, a...), "src", "badger") }
+func (b badgerLogger) Debugf(f string, a ...any)   {}

@@ -1,0 +1,266 @@
+package shard
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// Config names one shard copy and its storage.
+type Config struct {
+	DB     *badger.DB
+	Handle uint32
+	Name   string // for logs: "shards/00000000-7fffffff/db"
+	Logger *slog.Logger
+}
+
+// Props returns the props of a shard actor.
+func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{cfg: cfg, st: &store{db: cfg.DB, k: newKeys(cfg.Handle)}}
+	})
+}
+
+// item is one queued write: a batch of docs, a meta change or a flush.
+type item struct {
+	batch   *pb.UpdateDocs
+	setMeta *pb.SetMeta
+	flush   bool
+	sender  *actor.PID
+}
+
+type waiter struct {
+	since    uint64
+	pid      *actor.PID
+	deadline time.Time
+}
+
+// commitDone is sent by the committer goroutine back to its actor; it never
+// leaves the process.
+type commitDone struct {
+	items []item
+	res   applyResult
+}
+
+// Actor owns one shard copy. Writes queue while a commit is in flight and
+// the next commit takes all of them (couch_db_updater's group commit);
+// reads run beside it on badger snapshots and never wait for a commit.
+type Actor struct {
+	cfg      Config
+	st       *store
+	meta     *pb.ShardMeta
+	pending  []item
+	inflight bool
+	waiters  []waiter
+	failed   error
+}
+
+// Receive is the actor's state machine.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		meta, err := loadMeta(a.cfg.DB, a.st.k)
+		if err != nil {
+			a.failed = err
+			a.cfg.Logger.Error("shard start", "shard", a.cfg.Name, "err", err)
+			meta = &pb.ShardMeta{RevsLimit: DefaultRevsLimit}
+		}
+		a.meta = meta
+		ctx.SetReceiveTimeout(5 * time.Second)
+	case *actor.ReceiveTimeout:
+		a.sweepWaiters(ctx, time.Now())
+
+	// writes: queued, committed in groups
+	case *pb.UpdateDocs:
+		a.pending = append(a.pending, item{batch: m, sender: replyTo(ctx, m.Reply)})
+		a.maybeCommit(ctx)
+	case *pb.SetMeta:
+		a.pending = append(a.pending, item{setMeta: m, sender: ctx.Sender()})
+		a.maybeCommit(ctx)
+	case *pb.Flush:
+		if !a.inflight && len(a.pending) == 0 {
+			ctx.Respond(&pb.FlushReply{UpdateSeq: a.meta.UpdateSeq})
+			return
+		}
+		a.pending = append(a.pending, item{flush: true, sender: ctx.Sender()})
+		a.maybeCommit(ctx)
+	case commitDone:
+		a.finishCommit(ctx, m)
+
+	// reads: off the actor's goroutine, on a badger snapshot
+	case *pb.GetDoc:
+		a.async(ctx, func() proto.Message { return a.st.readDoc(m) })
+	case *pb.GetDocInfos:
+		a.async(ctx, func() proto.Message { return a.st.readDocInfos(m.Ids) })
+	case *pb.GetAtt:
+		a.async(ctx, func() proto.Message { return a.st.readAtt(m.Digest) })
+	case *pb.ReadRange:
+		a.async(ctx, func() proto.Message { return a.st.readRange(m) })
+	case *pb.ReadChanges:
+		upd := a.meta.UpdateSeq
+		a.async(ctx, func() proto.Message {
+			r := a.st.readChanges(m)
+			r.UpdateSeq = upd
+			return r
+		})
+	case *pb.CountRange:
+		a.async(ctx, func() proto.Message { return a.st.countRange(m) })
+	case *pb.CountChanges:
+		a.async(ctx, func() proto.Message { return a.st.countChanges(m.Since) })
+	case *pb.GetLocal:
+		a.async(ctx, func() proto.Message { return a.st.getLocal(m.Id) })
+	case *pb.PutLocal:
+		a.async(ctx, func() proto.Message { return a.st.putLocal(m) })
+	case *pb.GetShardInfo:
+		ctx.Respond(&pb.ShardInfo{Meta: proto.Clone(a.meta).(*pb.ShardMeta)})
+	case *pb.WaitChange:
+		if a.meta.UpdateSeq > m.Since {
+			ctx.Respond(&pb.ChangeNotice{UpdateSeq: a.meta.UpdateSeq})
+			return
+		}
+		d := time.Duration(m.TimeoutMs) * time.Millisecond
+		if d <= 0 {
+			d = time.Minute
+		}
+		if len(a.waiters) > 256 {
+			a.sweepWaiters(ctx, time.Now())
+		}
+		a.waiters = append(a.waiters, waiter{since: m.Since, pid: ctx.Sender(), deadline: time.Now().Add(d)})
+	}
+}
+
+func replyTo(ctx actor.Context, reply bool) *actor.PID {
+	if !reply {
+		return nil
+	}
+	return ctx.Sender()
+}
+
+// async runs a read on its own goroutine and sends the answer to the
+// requester, so that slow reads (a page of include_docs) never hold up the
+// mailbox and the writes behind it.
+func (a *Actor) async(ctx actor.Context, f func() proto.Message) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	root := ctx.ActorSystem().Root
+	go func() { root.Send(sender, f()) }()
+}
+
+func (a *Actor) maybeCommit(ctx actor.Context) {
+	if a.inflight || len(a.pending) == 0 {
+		return
+	}
+	items := a.pending
+	a.pending = nil
+	a.inflight = true
+	var g group
+	for _, it := range items {
+		if it.batch != nil {
+			g.batches = append(g.batches, it.batch)
+		}
+	}
+	meta := proto.Clone(a.meta).(*pb.ShardMeta)
+	for _, it := range items {
+		if it.setMeta != nil {
+			if it.setMeta.Security != nil {
+				meta.Security = it.setMeta.Security
+			}
+			if it.setMeta.RevsLimit > 0 {
+				meta.RevsLimit = it.setMeta.RevsLimit
+			}
+		}
+	}
+	self := ctx.Self()
+	root := ctx.ActorSystem().Root
+	st := a.st
+	go func() {
+		var res applyResult
+		if a.failed != nil {
+			res.err = a.failed
+		} else {
+			res = st.apply(g, meta)
+		}
+		root.Send(self, commitDone{items: items, res: res})
+	}()
+}
+
+func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
+	a.inflight = false
+	if d.res.err != nil {
+		a.cfg.Logger.Error("shard commit failed", "shard", a.cfg.Name, "err", d.res.err)
+		e := perr(ErrInternal.Code, d.res.err.Error())
+		for _, it := range d.items {
+			if it.sender == nil {
+				continue
+			}
+			switch {
+			case it.batch != nil:
+				ctx.Send(it.sender, &pb.UpdateResult{Results: failAll(it.batch, e)})
+			case it.flush:
+				ctx.Send(it.sender, &pb.FlushReply{Error: e})
+			default:
+				ctx.Send(it.sender, &pb.MetaReply{Error: e})
+			}
+		}
+	} else {
+		a.meta = d.res.meta
+		bi := 0
+		for _, it := range d.items {
+			switch {
+			case it.batch != nil:
+				if it.sender != nil {
+					ctx.Send(it.sender, &pb.UpdateResult{Results: d.res.results[bi], UpdateSeq: a.meta.UpdateSeq})
+				}
+				bi++
+			case it.flush:
+				ctx.Send(it.sender, &pb.FlushReply{UpdateSeq: a.meta.UpdateSeq})
+			default:
+				if it.sender != nil {
+					ctx.Send(it.sender, &pb.MetaReply{Meta: proto.Clone(a.meta).(*pb.ShardMeta)})
+				}
+			}
+		}
+		a.notify(ctx)
+	}
+	a.maybeCommit(ctx)
+}
+
+func failAll(b *pb.UpdateDocs, e *pb.Error) []*pb.DocResult {
+	out := make([]*pb.DocResult, len(b.Docs))
+	for i, d := range b.Docs {
+		out[i] = &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: e}
+	}
+	return out
+}
+
+func (a *Actor) notify(ctx actor.Context) {
+	if len(a.waiters) == 0 {
+		return
+	}
+	kept := a.waiters[:0]
+	for _, w := range a.waiters {
+		if a.meta.UpdateSeq > w.since {
+			ctx.Send(w.pid, &pb.ChangeNotice{UpdateSeq: a.meta.UpdateSeq})
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	a.waiters = kept
+}
+
+func (a *Actor) sweepWaiters(_ actor.Context, now time.Time) {
+	kept := a.waiters[:0]
+	for _, w := range a.waiters {
+		if now.Before(w.deadline) {
+			kept = append(kept, w)
+		}
+	}
+	a.waiters = kept
+}

@@ -1,0 +1,356 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// group is the set of updates one commit takes.
+type group struct {
+	batches []*pb.UpdateDocs
+}
+
+// applyResult is what a committed group gives back: per batch results, and
+// the meta the shard has after it.
+type applyResult struct {
+	results [][]*pb.DocResult
+	meta    *pb.ShardMeta
+	err     error
+}
+
+// writer accumulates one group's writes, splitting into several badger
+// transactions when a group outgrows one (ErrTxnTooBig). Only the final
+// commit's success acknowledges anything.
+type writer struct {
+	db  *badger.DB
+	txn *badger.Txn
+}
+
+func (w *writer) set(key, val []byte) error { return w.setMeta(key, val, 0) }
+
+func (w *writer) setMeta(key, val []byte, meta byte) error {
+	e := badger.NewEntry(key, val).WithMeta(meta)
+	err := w.txn.SetEntry(e)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		if err := w.txn.Commit(); err != nil {
+			return err
+		}
+		w.txn = w.db.NewTransaction(true)
+		err = w.txn.SetEntry(badger.NewEntry(key, val).WithMeta(meta))
+	}
+	return err
+}
+
+func (w *writer) del(key []byte) error {
+	err := w.txn.Delete(key)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		if err := w.txn.Commit(); err != nil {
+			return err
+		}
+		w.txn = w.db.NewTransaction(true)
+		err = w.txn.Delete(key)
+	}
+	return err
+}
+
+// apply merges a group of updates into the store and commits them with one
+// synced write. Reads see the writes of earlier docs of the same group
+// because they go through the same transaction.
+func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
+	meta = proto.Clone(meta).(*pb.ShardMeta)
+	w := &writer{db: s.db, txn: s.db.NewTransaction(true)}
+	defer func() { w.txn.Discard() }()
+	res := applyResult{results: make([][]*pb.DocResult, len(g.batches))}
+	for bi, b := range g.batches {
+		out := make([]*pb.DocResult, 0, len(b.Docs))
+		for _, d := range b.Docs {
+			r, err := s.applyDoc(w, meta, d, b.NewEdits)
+			if err != nil {
+				res.err = fmt.Errorf("shard: apply %q: %w", d.Id, err)
+				return res
+			}
+			if r != nil {
+				out = append(out, r)
+			}
+		}
+		res.results[bi] = out
+	}
+	mb, err := proto.Marshal(meta)
+	if err == nil {
+		err = w.set(s.k.meta(), mb)
+	}
+	if err == nil {
+		err = w.txn.Commit()
+	}
+	if err != nil {
+		res.err = fmt.Errorf("shard: commit: %w", err)
+		return res
+	}
+	res.meta = meta
+	return res
+}
+
+// applyDoc merges one doc. It returns a per-doc error as a result; a
+// returned error is a storage failure that fails the whole group.
+func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdits bool) (*pb.DocResult, error) {
+	info, err := s.docInfo(w.txn, d.Id)
+	if err != nil {
+		return nil, err
+	}
+	existed := info != nil && len(info.Nodes) > 0
+	if !existed {
+		info = &pb.FullDocInfo{Id: d.Id}
+	}
+	oldSeq, oldDeleted := info.Seq, info.Deleted
+
+	var (
+		path   []revtree.Rev // newest first
+		parent = -1          // index of the parent node, new_edits=true
+	)
+	if newEdits {
+		var perrr *pb.Error
+		parent, perrr = editParent(info, existed, d)
+		if perrr != nil {
+			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: perrr}, nil
+		}
+	} else {
+		path, err = replicatedPath(d)
+		if err != nil {
+			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: ErrBadRev}, nil
+		}
+		if revtree.Find(info, path[0]) >= 0 {
+			// a known rev: CouchDB silently keeps what it has
+			return nil, nil
+		}
+	}
+
+	// attachments: resolve stubs against the parent (or nearest ancestor
+	// with a body), store new data content-addressed.
+	var atts []*pb.AttMeta
+	var base *pb.BodyRecord
+	if d.HasAtts {
+		base, err = s.baseBody(w.txn, info, parent, path)
+		if err != nil {
+			return nil, err
+		}
+	}
+	newPos := uint64(1)
+	if newEdits && parent >= 0 {
+		newPos = info.Nodes[parent].Pos + 1
+	} else if !newEdits {
+		newPos = path[0].Pos
+	}
+	for _, a := range d.Atts {
+		if a.Stub {
+			var found *pb.AttMeta
+			if base != nil {
+				for _, ba := range base.Atts {
+					if ba.Name == a.Name {
+						found = ba
+						break
+					}
+				}
+			}
+			if found == nil {
+				return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: perr("missing_stub", "Invalid attachment stub in "+d.Id+" for "+a.Name)}, nil
+			}
+			atts = append(atts, found)
+			continue
+		}
+		if err := w.set(s.k.att(a.Digest), a.Data); err != nil {
+			return nil, err
+		}
+		atts = append(atts, &pb.AttMeta{Name: a.Name, ContentType: a.ContentType, Digest: a.Digest,
+			Length: uint64(len(a.Data)), Revpos: newPos})
+	}
+
+	meta.UpdateSeq++
+	seq := meta.UpdateSeq
+	var leaf revtree.Rev
+	if newEdits {
+		var pr *revtree.Rev
+		digests := make([]string, len(atts))
+		for i, a := range atts {
+			digests[i] = a.Digest
+		}
+		if parent >= 0 {
+			p := revtree.Rev{Pos: info.Nodes[parent].Pos, Hash: info.Nodes[parent].Hash}
+			pr = &p
+			path = []revtree.Rev{{Pos: p.Pos + 1}, p}
+		} else {
+			path = []revtree.Rev{{Pos: 1}}
+		}
+		path[0].Hash = revtree.NewRevHash(d.Deleted, pr, d.Body, digests)
+		if revtree.Find(info, path[0]) >= 0 {
+			meta.UpdateSeq--
+			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: ErrConflict}, nil
+		}
+	}
+	leaf = path[0]
+	revtree.AddPath(info, path, d.Deleted, true, seq)
+	body := &pb.BodyRecord{Json: d.Body, Atts: atts}
+	bb, err := proto.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.set(s.k.body(d.Id, leaf.String()), bb); err != nil {
+		return nil, err
+	}
+	limit := int(meta.RevsLimit)
+	if limit <= 0 {
+		limit = DefaultRevsLimit
+	}
+	for _, r := range revtree.Stem(info, limit) {
+		if err := w.del(s.k.body(d.Id, r.String())); err != nil {
+			return nil, err
+		}
+	}
+	revtree.Refresh(info)
+	info.Seq = seq
+	ib, err := proto.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	if existed {
+		if err := w.del(s.k.seq(oldSeq)); err != nil {
+			return nil, err
+		}
+	}
+	var um byte
+	if info.Deleted {
+		um = metaDeleted
+	}
+	if err := w.setMeta(s.k.id(d.Id), ib, um); err != nil {
+		return nil, err
+	}
+	if err := w.set(s.k.seq(seq), ib); err != nil {
+		return nil, err
+	}
+	switch {
+	case !existed && !info.Deleted:
+		meta.DocCount++
+	case !existed && info.Deleted:
+		meta.DelCount++
+	case oldDeleted && !info.Deleted:
+		meta.DelCount--
+		meta.DocCount++
+	case !oldDeleted && info.Deleted:
+		meta.DocCount--
+		meta.DelCount++
+	}
+	return &pb.DocResult{Tag: d.Tag, Id: d.Id, Rev: leaf.String()}, nil
+}
+
+// editParent finds the node a new_edits=true update extends, CouchDB's way:
+// an existing doc needs the rev of a leaf, except that a deleted doc may be
+// re-created without one (continuing its deleted branch).
+func editParent(info *pb.FullDocInfo, existed bool, d *pb.DocUpdate) (int, *pb.Error) {
+	if d.Rev == "" {
+		if !existed {
+			return -1, nil
+		}
+		if w, ok := revtree.Winner(info); ok && w.Deleted {
+			return w.Index, nil
+		}
+		return -1, ErrConflict
+	}
+	r, err := revtree.ParseRev(d.Rev)
+	if err != nil {
+		return -1, ErrBadRev
+	}
+	if !existed {
+		return -1, ErrConflict
+	}
+	idx := revtree.Find(info, r)
+	if idx < 0 || !revtree.IsLeaf(info, idx) {
+		return -1, ErrConflict
+	}
+	return idx, nil
+}
+
+// replicatedPath is the rev path of a new_edits=false update: _revisions
+// when given, else the single _rev.
+func replicatedPath(d *pb.DocUpdate) ([]revtree.Rev, error) {
+	if d.Revisions != nil && len(d.Revisions.Ids) > 0 {
+		if d.Revisions.Start < uint64(len(d.Revisions.Ids)) {
+			return nil, revtree.ErrBadRev
+		}
+		p := make([]revtree.Rev, len(d.Revisions.Ids))
+		for i, h := range d.Revisions.Ids {
+			if h == "" {
+				return nil, revtree.ErrBadRev
+			}
+			p[i] = revtree.Rev{Pos: d.Revisions.Start - uint64(i), Hash: h}
+		}
+		if d.Rev != "" {
+			r, err := revtree.ParseRev(d.Rev)
+			if err != nil || r != p[0] {
+				return nil, revtree.ErrBadRev
+			}
+		}
+		return p, nil
+	}
+	r, err := revtree.ParseRev(d.Rev)
+	if err != nil {
+		return nil, err
+	}
+	return []revtree.Rev{r}, nil
+}
+
+// baseBody is the body record stubs refer to: the parent for an edit, the
+// nearest ancestor with a body for a replicated path.
+func (s *store) baseBody(txn *badger.Txn, info *pb.FullDocInfo, parent int, path []revtree.Rev) (*pb.BodyRecord, error) {
+	if parent >= 0 {
+		n := info.Nodes[parent]
+		return s.body(txn, info.Id, revtree.Rev{Pos: n.Pos, Hash: n.Hash}.String())
+	}
+	for _, r := range path[min(1, len(path)):] {
+		if idx := revtree.Find(info, r); idx >= 0 && info.Nodes[idx].HasBody {
+			return s.body(txn, info.Id, r.String())
+		}
+	}
+	return nil, nil
+}
+
+// putLocal writes a _local doc. Local docs have no MVCC (CouchDB accepts a
+// missing or stale rev); the new rev is the sent one plus one.
+func (s *store) putLocal(m *pb.PutLocal) *pb.LocalReply {
+	var n uint64
+	if m.Rev != "" {
+		var pos, i int
+		if len(m.Rev) > 2 && m.Rev[:2] == "0-" {
+			i = 2
+		}
+		for ; i < len(m.Rev); i++ {
+			c := m.Rev[i]
+			if c < '0' || c > '9' {
+				return &pb.LocalReply{Error: perr("bad_request", "Invalid rev format")}
+			}
+			pos = pos*10 + int(c-'0')
+		}
+		n = uint64(pos)
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if m.Deleted {
+			return txn.Delete(s.k.local(m.Id))
+		}
+		b, err := proto.Marshal(&pb.LocalDoc{Id: m.Id, Rev: n + 1, Json: m.Json})
+		if err != nil {
+			return err
+		}
+		return txn.Set(s.k.local(m.Id), b)
+	})
+	if err != nil {
+		return &pb.LocalReply{Error: perr(ErrInternal.Code, err.Error())}
+	}
+	if m.Deleted {
+		return &pb.LocalReply{Rev: "0-0"}
+	}
+	return &pb.LocalReply{Rev: fmt.Sprintf("0-%d", n+1)}
+}

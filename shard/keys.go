@@ -1,0 +1,71 @@
+package shard
+
+import (
+	"encoding/binary"
+)
+
+// Record kinds, the byte after the 4-byte shard handle.
+const (
+	kindID    = 'i' // id/<docid>        -> FullDocInfo
+	kindSeq   = 's' // seq/<u64 BE>      -> FullDocInfo (copy, seed 002)
+	kindBody  = 'b' // body/<docid><rev> -> BodyRecord
+	kindLocal = 'l' // local/<docid>     -> LocalDoc
+	kindAtt   = 'a' // att/<digest>      -> raw bytes
+	kindMeta  = 'm' // meta              -> ShardMeta
+)
+
+// Prefix is the key prefix of every record of the shard copy with handle h.
+func Prefix(h uint32) []byte {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], h)
+	return b[:]
+}
+
+type keys struct {
+	h [4]byte
+}
+
+func newKeys(h uint32) keys {
+	var k keys
+	binary.BigEndian.PutUint32(k.h[:], h)
+	return k
+}
+
+func (k keys) kind(c byte, extra int) []byte {
+	b := make([]byte, 5, 5+extra)
+	copy(b, k.h[:])
+	b[4] = c
+	return b
+}
+
+func (k keys) id(docid string) []byte {
+	return append(k.kind(kindID, len(docid)), docid...)
+}
+
+func (k keys) idPrefix() []byte { return k.kind(kindID, 0) }
+
+func (k keys) seq(s uint64) []byte {
+	return binary.BigEndian.AppendUint64(k.kind(kindSeq, 8), s)
+}
+
+func (k keys) seqPrefix() []byte { return k.kind(kindSeq, 0) }
+
+// body keys length-prefix the doc id so that ids holding any byte cannot
+// collide with another id's revs.
+func (k keys) body(docid, rev string) []byte {
+	b := binary.AppendUvarint(k.kind(kindBody, 10+len(docid)+len(rev)), uint64(len(docid)))
+	b = append(b, docid...)
+	return append(b, rev...)
+}
+
+func (k keys) local(docid string) []byte {
+	return append(k.kind(kindLocal, len(docid)), docid...)
+}
+
+func (k keys) localPrefix() []byte { return k.kind(kindLocal, 0) }
+
+func (k keys) att(digest string) []byte {
+	return append(k.kind(kindAtt, len(digest)), digest...)
+}
+
+func (k keys) meta() []byte { return k.kind(kindMeta, 0) }

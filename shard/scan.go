@@ -1,0 +1,241 @@
+package shard
+
+import (
+	"bytes"
+
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// Pages are bounded by rows and bytes so that a range read never holds a
+// whole database in memory; the coordinator asks again from the last key.
+const (
+	defaultPageRows  = 1000
+	defaultPageBytes = 1 << 20
+)
+
+func pageLimits(limit, maxBytes uint32) (int, int) {
+	rows, bytes := int(limit), int(maxBytes)
+	if rows <= 0 || rows > defaultPageRows*10 {
+		rows = defaultPageRows
+	}
+	if bytes <= 0 {
+		bytes = defaultPageBytes
+	}
+	return rows, bytes
+}
+
+// readRange answers one page of _all_docs (or _local_docs).
+func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
+	reply := &pb.RangeReply{}
+	rows, maxBytes := pageLimits(m.Limit, m.MaxBytes)
+	prefix := s.k.idPrefix()
+	if m.Local {
+		prefix = s.k.localPrefix()
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.Reverse = m.Descending
+		opts.PrefetchValues = true
+		opts.PrefetchSize = 64
+		it := txn.NewIterator(opts)
+		defer it.Close()
+
+		var seek []byte
+		switch {
+		case m.HasStart:
+			seek = append(append([]byte{}, prefix...), m.StartKey...)
+			if m.Descending {
+				// reverse seek lands on the last key <= seek; keys with
+				// seek as a proper prefix sort after it, so add 0xff.
+				seek = append(seek, 0xff)
+			}
+		case m.Descending:
+			seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff)
+		default:
+			seek = prefix
+		}
+		var endKey []byte
+		if m.HasEnd {
+			endKey = []byte(m.EndKey)
+		}
+		size := 0
+		for it.Seek(seek); it.Valid(); it.Next() {
+			item := it.Item()
+			id := item.Key()[len(prefix):]
+			if m.HasStart {
+				c := bytes.Compare(id, []byte(m.StartKey))
+				if m.Descending && (c > 0 || (c == 0 && m.SkipStart)) {
+					continue
+				}
+				if !m.Descending && (c < 0 || (c == 0 && m.SkipStart)) {
+					continue
+				}
+			}
+			if endKey != nil {
+				c := bytes.Compare(id, endKey)
+				if m.Descending {
+					c = -c
+				}
+				if c > 0 || (c == 0 && !m.InclusiveEnd) {
+					return nil
+				}
+			}
+			if len(reply.Rows) >= rows || size >= maxBytes {
+				reply.More = true
+				return nil
+			}
+			row := &pb.Row{}
+			if m.Local {
+				d := &pb.LocalDoc{}
+				if err := item.Value(func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+					return err
+				}
+				row.Local = d
+				size += len(d.Json) + len(d.Id)
+			} else {
+				info := &pb.FullDocInfo{}
+				if err := item.Value(func(v []byte) error { return proto.Unmarshal(v, info) }); err != nil {
+					return err
+				}
+				row.Info = info
+				size += 64 + len(info.Id)
+				if m.IncludeDocs && !info.Deleted {
+					b, err := s.body(txn, info.Id, info.Winner)
+					if err != nil {
+						return err
+					}
+					if b != nil {
+						row.Json, row.Atts = b.Json, b.Atts
+						size += len(b.Json)
+					}
+				}
+			}
+			reply.Rows = append(reply.Rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}
+
+// readChanges answers one page of the by-seq index. It reads that index
+// alone: each seq record carries the full doc info (seed 002).
+func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
+	reply := &pb.ChangesReply{}
+	rows, maxBytes := pageLimits(m.Limit, m.MaxBytes)
+	prefix := s.k.seqPrefix()
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.Reverse = m.Descending
+		opts.PrefetchSize = 64
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		var seek []byte
+		if m.Descending {
+			if m.Before == 0 {
+				seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+			} else {
+				seek = s.k.seq(m.Before - 1)
+			}
+		} else {
+			seek = s.k.seq(m.Since + 1)
+		}
+		size := 0
+		for it.Seek(seek); it.Valid(); it.Next() {
+			if len(reply.Rows) >= rows || size >= maxBytes {
+				reply.More = true
+				return nil
+			}
+			info := &pb.FullDocInfo{}
+			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, info) }); err != nil {
+				return err
+			}
+			row := &pb.Row{Info: info}
+			size += 64 + len(info.Id)
+			if m.IncludeDocs {
+				b, err := s.body(txn, info.Id, info.Winner)
+				if err != nil {
+					return err
+				}
+				if b != nil {
+					row.Json, row.Atts = b.Json, b.Atts
+					size += len(b.Json)
+				}
+			}
+			reply.Rows = append(reply.Rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}
+
+// metaDeleted marks a by-id entry whose winner is deleted, in badger's
+// per-key user meta, so that counting live docs reads keys only.
+const metaDeleted byte = 1
+
+func (s *store) countRange(m *pb.CountRange) *pb.Count {
+	reply := &pb.Count{}
+	prefix := s.k.idPrefix()
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		seek := prefix
+		if m.HasLo {
+			seek = append(append([]byte{}, prefix...), m.Lo...)
+		}
+		for it.Seek(seek); it.Valid(); it.Next() {
+			item := it.Item()
+			id := item.Key()[len(prefix):]
+			if m.HasLo && !m.LoInclusive && string(id) == m.Lo {
+				continue
+			}
+			if m.HasHi {
+				c := bytes.Compare(id, []byte(m.Hi))
+				if c > 0 || (c == 0 && !m.HiInclusive) {
+					return nil
+				}
+			}
+			if item.UserMeta()&metaDeleted == 0 {
+				reply.N++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}
+
+func (s *store) countChanges(since uint64) *pb.Count {
+	reply := &pb.Count{}
+	prefix := s.k.seqPrefix()
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(s.k.seq(since + 1)); it.Valid(); it.Next() {
+			reply.N++
+		}
+		return nil
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}

@@ -1,0 +1,255 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// DefaultRevsLimit is CouchDB's default _revs_limit.
+const DefaultRevsLimit = 1000
+
+// store is the shard's view of badger. Its read methods are safe for
+// concurrent use; apply must only run from the shard's committer, one at a
+// time.
+type store struct {
+	db *badger.DB
+	k  keys
+}
+
+func loadMeta(db *badger.DB, k keys) (*pb.ShardMeta, error) {
+	m := &pb.ShardMeta{RevsLimit: DefaultRevsLimit}
+	err := db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(k.meta())
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error { return proto.Unmarshal(v, m) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shard: load meta: %w", err)
+	}
+	// The meta record is written in the last transaction of a group; a
+	// crash between two transactions of one oversized group can leave seqs
+	// past it. The by-seq index is the truth.
+	err = db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Reverse = true
+		opts.Prefix = k.seqPrefix()
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		it.Seek(append(k.seqPrefix(), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+		if it.Valid() {
+			key := it.Item().Key()
+			if s := beUint64(key[5:]); s > m.UpdateSeq {
+				m.UpdateSeq = s
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shard: load meta: %w", err)
+	}
+	return m, nil
+}
+
+func beUint64(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+}
+
+func getProto(txn *badger.Txn, key []byte, m proto.Message) (bool, error) {
+	it, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, it.Value(func(v []byte) error { return proto.Unmarshal(v, m) })
+}
+
+func (s *store) docInfo(txn *badger.Txn, id string) (*pb.FullDocInfo, error) {
+	info := &pb.FullDocInfo{}
+	ok, err := getProto(txn, s.k.id(id), info)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return info, nil
+}
+
+func (s *store) body(txn *badger.Txn, id, rev string) (*pb.BodyRecord, error) {
+	b := &pb.BodyRecord{}
+	ok, err := getProto(txn, s.k.body(id, rev), b)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (s *store) attData(txn *badger.Txn, digest string) ([]byte, error) {
+	it, err := txn.Get(s.k.att(digest))
+	if err != nil {
+		return nil, err
+	}
+	return it.ValueCopy(nil)
+}
+
+// readDoc answers a GetDoc.
+func (s *store) readDoc(m *pb.GetDoc) *pb.DocReply {
+	reply := &pb.DocReply{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		info, err := s.docInfo(txn, m.Id)
+		if err != nil {
+			return err
+		}
+		if info == nil {
+			return nil
+		}
+		reply.Info = info
+		var want []string
+		switch {
+		case m.OpenRevsAll:
+			for _, l := range revtree.Leaves(info) {
+				want = append(want, l.Rev.String())
+			}
+		case len(m.Revs) > 0:
+			want = m.Revs
+		default:
+			want = []string{info.Winner}
+		}
+		seen := make(map[string]bool, len(want))
+		for _, rs := range want {
+			rb, err := s.readRev(txn, info, rs, m)
+			if err != nil {
+				return err
+			}
+			for _, b := range rb {
+				if seen[b.Rev] {
+					continue
+				}
+				seen[b.Rev] = true
+				reply.Bodies = append(reply.Bodies, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}
+
+func (s *store) readRev(txn *badger.Txn, info *pb.FullDocInfo, rs string, m *pb.GetDoc) ([]*pb.RevBody, error) {
+	r, err := revtree.ParseRev(rs)
+	if err != nil {
+		return []*pb.RevBody{{Rev: rs, Missing: true}}, nil
+	}
+	idx := revtree.Find(info, r)
+	if idx < 0 {
+		return []*pb.RevBody{{Rev: rs, Missing: true}}, nil
+	}
+	targets := []int{idx}
+	if m.Latest && !revtree.IsLeaf(info, idx) {
+		targets = targets[:0]
+		for _, l := range revtree.Latest(info, idx) {
+			targets = append(targets, l.Index)
+		}
+	}
+	out := make([]*pb.RevBody, 0, len(targets))
+	for _, i := range targets {
+		n := info.Nodes[i]
+		rev := revtree.Rev{Pos: n.Pos, Hash: n.Hash}.String()
+		if !n.HasBody {
+			out = append(out, &pb.RevBody{Rev: rev, Missing: true})
+			continue
+		}
+		b, err := s.body(txn, info.Id, rev)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			// compacted away: CouchDB answers such a rev as missing
+			out = append(out, &pb.RevBody{Rev: rev, Missing: true})
+			continue
+		}
+		rb := &pb.RevBody{Rev: rev, Deleted: n.Deleted, Json: b.Json, Atts: b.Atts}
+		if m.WithAttsData {
+			for _, a := range b.Atts {
+				d, err := s.attData(txn, a.Digest)
+				if err != nil {
+					return nil, fmt.Errorf("attachment %s: %w", a.Name, err)
+				}
+				rb.AttData = append(rb.AttData, d)
+			}
+		}
+		out = append(out, rb)
+	}
+	return out, nil
+}
+
+func (s *store) readDocInfos(ids []string) *pb.DocInfosReply {
+	reply := &pb.DocInfosReply{Infos: make([]*pb.FullDocInfo, len(ids))}
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i, id := range ids {
+			info, err := s.docInfo(txn, id)
+			if err != nil {
+				return err
+			}
+			if info == nil {
+				info = &pb.FullDocInfo{}
+			}
+			reply.Infos[i] = info
+		}
+		return nil
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}
+
+func (s *store) readAtt(digest string) *pb.AttReply {
+	reply := &pb.AttReply{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		d, err := s.attData(txn, digest)
+		reply.Data = d
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		reply.Error = ErrNotFound
+	} else if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	}
+	return reply
+}
+
+func (s *store) getLocal(id string) *pb.LocalReply {
+	reply := &pb.LocalReply{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		d := &pb.LocalDoc{}
+		ok, err := getProto(txn, s.k.local(id), d)
+		if ok {
+			reply.Doc = d
+		}
+		return err
+	})
+	if err != nil {
+		reply.Error = perr(ErrInternal.Code, err.Error())
+	} else if reply.Doc == nil {
+		reply.Error = ErrNotFound
+	}
+	return reply
+}
