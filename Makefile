@@ -1,0 +1,25 @@
+.PHONY: build test run bench proto fuzz
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GITSHA  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -X github.com/settee/settee/node.Version=$(VERSION) -X github.com/settee/settee/node.GitSHA=$(GITSHA)
+
+build:
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o bin/settee ./cmd/settee
+
+# The test command (README, .ci/run): everything, with the race detector.
+test:
+	go test -race -timeout 12m ./...
+
+run:
+	go run ./cmd/settee serve
+
+bench: build
+	./bin/settee bench --url $${SETTEE_URL:-http://admin:admin@127.0.0.1:5984}
+
+proto:
+	./scripts/genproto.sh
+
+fuzz:
+	go test ./docjson/ -run '^$$' -fuzz FuzzParseDoc -fuzztime 60s
+	go test ./shard/revtree/ -run '^$$' -fuzz FuzzParseRev -fuzztime 30s
