@@ -34,7 +34,7 @@ func Default() Config {
 		Name:            "settee@127.0.0.1",
 		Q:               2,
 		MemoryMB:        256,
-		MaxDocumentSize: 8 << 20,
+		MaxDocumentSize: 8000000,
 		MaxRequestSize:  4 << 30,
 	}
 }

@@ -33,8 +33,9 @@ type RevNode struct {
 	Hash          string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"` // the part after "N-"
 	Parent        int32                  `protobuf:"varint,3,opt,name=parent,proto3" json:"parent,omitempty"`
 	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`
-	HasBody       bool                   `protobuf:"varint,5,opt,name=has_body,json=hasBody,proto3" json:"has_body,omitempty"` // false for ancestors known only by id (stemmed, _revisions)
-	Seq           uint64                 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`                        // shard seq at which this rev was written
+	HasBody       bool                   `protobuf:"varint,5,opt,name=has_body,json=hasBody,proto3" json:"has_body,omitempty"`    // false for ancestors known only by id (stemmed, _revisions)
+	Seq           uint64                 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`                           // shard seq at which this rev was written
+	BodySize      uint32                 `protobuf:"varint,7,opt,name=body_size,json=bodySize,proto3" json:"body_size,omitempty"` // bytes of the stored JSON body (sizes.external)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +108,13 @@ func (x *RevNode) GetHasBody() bool {
 func (x *RevNode) GetSeq() uint64 {
 	if x != nil {
 		return x.Seq
+	}
+	return 0
+}
+
+func (x *RevNode) GetBodySize() uint32 {
+	if x != nil {
+		return x.BodySize
 	}
 	return 0
 }
@@ -2732,14 +2740,15 @@ var File_settee_proto protoreflect.FileDescriptor
 
 const file_settee_proto_rawDesc = "" +
 	"\n" +
-	"\fsettee.proto\x12\x06settee\"\x8e\x01\n" +
+	"\fsettee.proto\x12\x06settee\"\xab\x01\n" +
 	"\aRevNode\x12\x10\n" +
 	"\x03pos\x18\x01 \x01(\x04R\x03pos\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x16\n" +
 	"\x06parent\x18\x03 \x01(\x05R\x06parent\x12\x18\n" +
 	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x19\n" +
 	"\bhas_body\x18\x05 \x01(\bR\ahasBody\x12\x10\n" +
-	"\x03seq\x18\x06 \x01(\x04R\x03seq\"\x88\x01\n" +
+	"\x03seq\x18\x06 \x01(\x04R\x03seq\x12\x1b\n" +
+	"\tbody_size\x18\a \x01(\rR\bbodySize\"\x88\x01\n" +
 	"\vFullDocInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12%\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x0f.settee.RevNodeR\x05nodes\x12\x10\n" +

@@ -193,7 +193,14 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		}
 	}
 	leaf = path[0]
-	revtree.AddPath(info, path, d.Deleted, true, seq)
+	oldExt, oldLeaves, oldInfo := winnerSize(info), leafBytes(info), 0
+	if existed {
+		oldInfo = proto.Size(info)
+	}
+	li, _ := revtree.AddPath(info, path, d.Deleted, true, seq)
+	if li >= 0 {
+		info.Nodes[li].BodySize = uint32(len(d.Body))
+	}
 	body := &pb.BodyRecord{Json: d.Body, Atts: atts}
 	bb, err := proto.Marshal(body)
 	if err != nil {
@@ -213,10 +220,13 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	}
 	revtree.Refresh(info)
 	info.Seq = seq
+	meta.ExternalSize += winnerSize(info) - oldExt
 	ib, err := proto.Marshal(info)
 	if err != nil {
 		return nil, err
 	}
+	// active: leaf bodies plus the by-id and by-seq copies of the info
+	meta.ActiveSize += leafBytes(info) - oldLeaves + 2*int64(len(ib)-oldInfo)
 	if existed {
 		if err := w.del(s.k.seq(oldSeq)); err != nil {
 			return nil, err
@@ -353,4 +363,25 @@ func (s *store) putLocal(m *pb.PutLocal) *pb.LocalReply {
 		return &pb.LocalReply{Rev: "0-0"}
 	}
 	return &pb.LocalReply{Rev: fmt.Sprintf("0-%d", n+1)}
+}
+
+// winnerSize is the body size of a doc's winning rev when it is live: what
+// sizes.external counts.
+func winnerSize(info *pb.FullDocInfo) int64 {
+	if info == nil || info.Deleted {
+		return 0
+	}
+	w, ok := revtree.Winner(info)
+	if !ok {
+		return 0
+	}
+	return int64(info.Nodes[w.Index].BodySize)
+}
+
+func leafBytes(info *pb.FullDocInfo) int64 {
+	var n int64
+	for _, l := range revtree.Leaves(info) {
+		n += int64(info.Nodes[l.Index].BodySize)
+	}
+	return n
 }
