@@ -50,9 +50,9 @@ func (p *progress) track(name string, total int64, done *atomic.Int64) (stop fun
 				n := done.Load()
 				rate := float64(n) / now.Sub(start).Seconds()
 				if total > 0 {
-					p.printf("  %s: %d/%d (%.0f/s, %.0fs)\n", name, n, total, rate, now.Sub(start).Seconds())
+					p.printf("  %s: %d/%d (%.0f/s, %.1fs)\n", name, n, total, rate, now.Sub(start).Seconds())
 				} else {
-					p.printf("  %s: %d (%.0f/s, %.0fs)\n", name, n, rate, now.Sub(start).Seconds())
+					p.printf("  %s: %d (%.0f/s, %.1fs)\n", name, n, rate, now.Sub(start).Seconds())
 				}
 			}
 		}
