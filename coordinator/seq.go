@@ -52,6 +52,9 @@ func DecodeSeq(ranges []Range, since string) ([]uint64, error) {
 		return nil, ErrBadSeq
 	}
 	b = b[1:]
+	if len(b) == 0 {
+		return nil, ErrBadSeq
+	}
 	for len(b) > 0 {
 		begin, n := binary.Uvarint(b)
 		if n <= 0 {

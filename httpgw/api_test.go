@@ -1,0 +1,295 @@
+package httpgw_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/settee/settee/internal/testserver"
+)
+
+func TestAllDocsMergesShardsInOrder(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/m?q=8", nil, nil)
+	var ids []string
+	for batch := range 3 {
+		docs := nDocs(500, fmt.Sprintf("d%d-%%04d", batch))
+		for _, d := range docs {
+			ids = append(ids, d["_id"].(string))
+		}
+		bulkDocs(t, s, "m", docs)
+	}
+	sort.Strings(ids)
+
+	tests := []struct {
+		name  string
+		query string
+		want  []string
+		off   int
+	}{
+		{"all", "", ids, 0},
+		{"descending", "?descending=true", reversed(ids), 0},
+		{"limit", "?limit=7", ids[:7], 0},
+		{"skip-limit", "?skip=600&limit=10", ids[600:610], 600},
+		{"startkey", `?startkey="d1-0000"&limit=3`, ids[500:503], 500},
+		{"range-exclusive", `?startkey="d1-0000"&endkey="d1-0499"&inclusive_end=false`, ids[500:999], 500},
+		{"descending-range", `?descending=true&startkey="d1-0002"&endkey="d1-0000"`, reversed(ids[500:503]), 997},
+		{"key", `?key="d2-0042"`, []string{"d2-0042"}, 1042},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got allDocs
+			mustCall(t, s, 200, "GET", "/m/_all_docs"+tc.query, nil, &got)
+			var gotIDs []string
+			for _, r := range got.Rows {
+				gotIDs = append(gotIDs, r.ID)
+			}
+			if !slices.Equal(gotIDs, tc.want) {
+				t.Fatalf("rows: got %d ids %v..., want %d %v...", len(gotIDs), head(gotIDs), len(tc.want), head(tc.want))
+			}
+			if *got.TotalRows != len(ids) {
+				t.Errorf("total_rows %d, want %d", *got.TotalRows, len(ids))
+			}
+			if *got.Offset != tc.off {
+				t.Errorf("offset %d, want %d", *got.Offset, tc.off)
+			}
+		})
+	}
+}
+
+func head(s []string) []string { return s[:min(len(s), 5)] }
+
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+func TestChangesResumeAcrossShards(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/c?q=4", nil, nil)
+	res := bulkDocs(t, s, "c", nDocs(300, "doc-%03d"))
+	seen := map[string]int{}
+	since := "0"
+	for range 100 {
+		var ch changes
+		mustCall(t, s, 200, "GET", "/c/_changes?limit=45&since="+since, nil, &ch)
+		for _, r := range ch.Results {
+			seen[r.ID]++
+		}
+		since = ch.LastSeq
+		if len(ch.Results) == 0 {
+			break
+		}
+		if len(ch.Results) == 45 && ch.Pending != 300-len(seen) {
+			t.Errorf("pending %d after %d rows, want %d", ch.Pending, len(seen), 300-len(seen))
+		}
+	}
+	if len(seen) != 300 {
+		t.Fatalf("saw %d distinct ids, want 300", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s seen %d times", id, n)
+		}
+	}
+	// update three docs: only they appear after the old last_seq
+	for _, i := range []int{3, 150, 299} {
+		mustCall(t, s, 201, "PUT", "/c/"+res[i].ID, fmt.Sprintf(`{"_rev":%q,"v":2}`, res[i].Rev), nil)
+	}
+	var ch changes
+	mustCall(t, s, 200, "GET", "/c/_changes?since="+since, nil, &ch)
+	var got []string
+	for _, r := range ch.Results {
+		got = append(got, r.ID)
+		if !strings.HasPrefix(r.Changes[0]["rev"], "2-") {
+			t.Errorf("%s: rev %s, want generation 2", r.ID, r.Changes[0]["rev"])
+		}
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, []string{"doc-003", "doc-150", "doc-299"}) {
+		t.Fatalf("changes since last_seq: %v", got)
+	}
+	// the whole feed from 0 still has 300 rows (a doc moves to its new seq)
+	mustCall(t, s, 200, "GET", "/c/_changes", nil, &ch)
+	if len(ch.Results) != 300 {
+		t.Fatalf("full feed: %d rows, want 300", len(ch.Results))
+	}
+}
+
+func TestChangesLongpollWakesOnWrite(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/lp", nil, nil)
+	done := make(chan changes, 1)
+	go func() {
+		var ch changes
+		call(t, s, "GET", "/lp/_changes?feed=longpoll&since=now&timeout=20000", nil, &ch)
+		done <- ch
+	}()
+	time.Sleep(200 * time.Millisecond)
+	mustCall(t, s, 201, "PUT", "/lp/wake", `{"x":1}`, nil)
+	select {
+	case ch := <-done:
+		if len(ch.Results) != 1 || ch.Results[0].ID != "wake" {
+			t.Fatalf("longpoll answered %+v", ch)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("longpoll did not wake on a write")
+	}
+}
+
+func TestChangesContinuousStreamsAndHeartbeats(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/cf", nil, nil)
+	mustCall(t, s, 201, "PUT", "/cf/first", `{}`, nil)
+	req := s.NewRequest(t, "GET", "/cf/_changes?feed=continuous&heartbeat=50&since=0", nil)
+	req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() string {
+		select {
+		case l := <-lines:
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal("continuous feed stalled")
+			return ""
+		}
+	}
+	var row struct{ ID string }
+	if err := json.Unmarshal([]byte(next()), &row); err != nil || row.ID != "first" {
+		t.Fatalf("first row: %+v %v", row, err)
+	}
+	if l := next(); l != "" {
+		t.Fatalf("expected a heartbeat (empty line), got %q", l)
+	}
+	mustCall(t, s, 201, "PUT", "/cf/second", `{}`, nil)
+	for {
+		l := next()
+		if l == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(l), &row); err != nil || row.ID != "second" {
+			t.Fatalf("second row: %q %v", l, err)
+		}
+		break
+	}
+}
+
+func TestConcurrentWritersAllAcknowledged(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/gc", nil, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 1000)
+	for w := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				id := fmt.Sprintf("w%02d-%02d", w, i)
+				resp := s.Do(t, "PUT", "/gc/"+id, fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))
+				resp.Body.Close()
+				if resp.StatusCode != 201 {
+					errs <- fmt.Sprintf("%s: %d", id, resp.StatusCode)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	var info struct {
+		DocCount int `json:"doc_count"`
+	}
+	mustCall(t, s, 200, "GET", "/gc", nil, &info)
+	if info.DocCount != 400 {
+		t.Fatalf("doc_count %d, want 400", info.DocCount)
+	}
+}
+
+func TestRevsLimitStemsHistory(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/st", nil, nil)
+	mustCall(t, s, 200, "PUT", "/st/_revs_limit", "3", nil)
+	var r bulkResult
+	mustCall(t, s, 201, "PUT", "/st/doc", `{"v":0}`, &r)
+	first := r.Rev
+	for i := 1; i <= 9; i++ {
+		mustCall(t, s, 201, "PUT", "/st/doc", fmt.Sprintf(`{"_rev":%q,"v":%d}`, r.Rev, i), &r)
+	}
+	var doc struct {
+		Rev       string `json:"_rev"`
+		Revisions struct {
+			Start int      `json:"start"`
+			IDs   []string `json:"ids"`
+		} `json:"_revisions"`
+	}
+	mustCall(t, s, 200, "GET", "/st/doc?revs=true", nil, &doc)
+	if !strings.HasPrefix(doc.Rev, "10-") || doc.Revisions.Start != 10 || len(doc.Revisions.IDs) != 3 {
+		t.Fatalf("after 10 edits with revs_limit 3: rev %s revisions %+v", doc.Rev, doc.Revisions)
+	}
+	mustCall(t, s, 404, "GET", "/st/doc?rev="+first, nil, nil)
+}
+
+func TestDeleteDatabaseLeavesNothing(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/gone", nil, nil)
+	bulkDocs(t, s, "gone", nDocs(50, "g%02d"))
+	mustCall(t, s, 200, "DELETE", "/gone", nil, nil)
+	mustCall(t, s, 404, "GET", "/gone/g01", nil, nil)
+	mustCall(t, s, 201, "PUT", "/gone", nil, nil)
+	var ad allDocs
+	mustCall(t, s, 200, "GET", "/gone/_all_docs", nil, &ad)
+	if len(ad.Rows) != 0 || *ad.TotalRows != 0 {
+		t.Fatalf("re-created db has %d rows (total %d)", len(ad.Rows), *ad.TotalRows)
+	}
+	s.Restart(t)
+	mustCall(t, s, 200, "GET", "/gone/_all_docs", nil, &ad)
+	if len(ad.Rows) != 0 {
+		t.Fatalf("after restart: %d rows", len(ad.Rows))
+	}
+}
+
+func TestDataSurvivesRestart(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/p?q=3", nil, nil)
+	bulkDocs(t, s, "p", nDocs(100, "p%03d"))
+	mustCall(t, s, 201, "PUT", "/p/_local/cp", `{"seq":7}`, nil)
+	var before changes
+	mustCall(t, s, 200, "GET", "/p/_changes", nil, &before)
+	s.Restart(t)
+	var info struct {
+		DocCount int `json:"doc_count"`
+		Cluster  struct{ Q int }
+	}
+	mustCall(t, s, 200, "GET", "/p", nil, &info)
+	if info.DocCount != 100 || info.Cluster.Q != 3 {
+		t.Fatalf("after restart: %+v", info)
+	}
+	var after changes
+	mustCall(t, s, 200, "GET", "/p/_changes?since="+before.LastSeq, nil, &after)
+	if len(after.Results) != 0 || after.LastSeq != before.LastSeq {
+		t.Fatalf("since old last_seq after restart: %d rows, last_seq %s vs %s", len(after.Results), after.LastSeq, before.LastSeq)
+	}
+	mustCall(t, s, 200, "GET", "/p/_local/cp", nil, nil)
+	mustCall(t, s, 201, "PUT", "/p/new", `{}`, nil)
+}
