@@ -153,6 +153,7 @@ func FuzzParseDoc(f *testing.F) {
 		`{"\u005fid":"x","_conflicts":[],"_replication_state":"triggered","_foo":1}`,
 		`{ "a" : [ { } , [ ] , "x\ny" ] , "_id" : 5 }`,
 		`{"_deleted":"no"}`,
+		`{"_i\u0064":"x","_\u0072ev":"1-a","\u005f\u005f":1}`,
 		`{"_access":["a"],"_local_seq":1,"_revs_info":[],"_deleted_conflicts":[]}`,
 	} {
 		f.Add([]byte(s))
@@ -362,7 +363,7 @@ func FuzzString(f *testing.F) {
 		}
 		// b itself as a token.
 		got, err = Unquote(b)
-		if ok := len(b) > 0 && b[0] == '"' && strictValid(b); ok != (err == nil) {
+		if ok := len(b) > 1 && b[0] == '"' && b[len(b)-1] == '"' && strictValid(b); ok != (err == nil) {
 			t.Fatalf("Unquote(%q) = %q, %v; valid %v", b, got, err, ok)
 		} else if ok {
 			var want string

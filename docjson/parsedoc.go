@@ -147,12 +147,13 @@ func ParseDoc(b []byte) (*Doc, error) {
 			}
 			ke := i
 			kind := kNone
-			if raw := b[ks+1 : ke-1]; len(raw) > 0 && raw[0] == '_' {
-				kind = classify(raw)
-			} else if bytes.IndexByte(raw, '\\') >= 0 {
-				// An escaped key may still decode to "_...".
-				if k := unescape(nil, raw); len(k) > 0 && k[0] == '_' {
-					kind = classify(k)
+			// A key that decodes to "_..." starts with '_' or an escape.
+			if raw := b[ks+1 : ke-1]; len(raw) > 0 && (raw[0] == '_' || raw[0] == '\\') {
+				if bytes.IndexByte(raw, '\\') >= 0 {
+					raw = unescape(nil, raw)
+				}
+				if raw[0] == '_' {
+					kind = classify(raw)
 				}
 			}
 			outLen := len(s.out)

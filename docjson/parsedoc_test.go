@@ -42,6 +42,8 @@ func TestParseDoc(t *testing.T) {
 		{"long id", `{"_id":"` + strings.Repeat("x", 300) + `","_rev":"` + rev1 + `"}`,
 			want{id: str(strings.Repeat("x", 300)), rev: str(rev1), body: `{}`}},
 		{"escaped key is special", `{"\u005fid":"x","a":1}`, want{id: str("x"), body: `{"a":1}`}},
+		{"escape inside special key", `{"_i\u0064":"x","_\u0072ev":"1-a","a":1}`, want{id: str("x"), rev: str("1-a"), body: `{"a":1}`}},
+		{"escaped plain key", `{"\u0061":1,"\n":2}`, want{body: `{"\u0061":1,"\n":2}`}},
 		{"duplicate id last wins", `{"_id":"a","_id":"b"}`, want{id: str("b"), body: `{}`}},
 		{"duplicate id first bad", `{"_id":1,"_id":"b"}`, want{id: str("b"), body: `{}`}},
 		{"rev", `{"_id":"a","_rev":"` + rev1 + `","v":1}`, want{id: str("a"), rev: str(rev1), body: `{"v":1}`}},

@@ -395,7 +395,8 @@ func Valid(b []byte) bool {
 // Compact appends to dst the JSON value b with insignificant whitespace
 // removed and everything else byte-identical. b must be exactly one valid
 // JSON value (see Valid). On error it returns dst with its original length
-// and an error wrapping ErrInvalidJSON.
+// (the bytes beyond it may have been written) and an error wrapping
+// ErrInvalidJSON.
 func Compact(dst, b []byte) ([]byte, error) {
 	s := scanner{b: b, out: dst, emit: true}
 	if s.whole() < 0 {

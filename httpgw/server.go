@@ -160,6 +160,8 @@ func (g *Gateway) route(rq *req) error {
 			return g.handleSession(rq)
 		case "_active_tasks":
 			return g.handleActiveTasks(rq)
+		case "_membership":
+			return g.handleMembership(rq)
 		case "_users", "_replicator":
 			return g.routeDB(rq)
 		}
