@@ -90,6 +90,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		curs[i] = &seqCursor{pid: c.readCopy(r), q: rq}
 	}
 	sent := 0
+	lastRow := ""
 	for q.Limit < 0 || sent < q.Limit {
 		best := -1
 		for i, cu := range curs {
@@ -113,35 +114,31 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		}
 		row := curs[best].rows[0]
 		curs[best].rows = curs[best].rows[1:]
-		vec[best] = row.Info.Seq
+		seqVec := vec
 		if q.Descending {
+			// a descending row's seq is its own position; the vector
+			// then stands just below it for that shard
+			seqVec = append([]uint64(nil), vec...)
+			seqVec[best] = row.Info.Seq
 			vec[best] = row.Info.Seq - 1
-			if row.Info.Seq == 0 {
-				vec[best] = 0
-			}
+		} else {
+			vec[best] = row.Info.Seq
 		}
 		if q.Filter != nil && !q.Filter(row.Info) {
 			continue
-		}
-		seqVec := vec
-		if q.Descending {
-			// a descending row's seq is its own position
-			seqVec = append([]uint64(nil), vec...)
-			seqVec[best] = row.Info.Seq
 		}
 		cr := &ChangeRow{Seq: EncodeSeq(ranges, seqVec), Info: row.Info, Json: row.Json, Atts: row.Atts}
 		if err := emit(cr); err != nil {
 			return "", err
 		}
+		lastRow = cr.Seq
 		sent++
-		if q.Descending && (q.Limit < 0 || sent < q.Limit) {
-			continue
-		}
-		if q.Descending {
-			return cr.Seq, nil
-		}
 	}
 	if q.Descending {
+		// CouchDB: a descending feed's last_seq is its oldest row's seq
+		if lastRow != "" {
+			return lastRow, nil
+		}
 		return EncodeSeq(ranges, vec), nil
 	}
 	return EncodeSeq(ranges, vec), nil

@@ -155,8 +155,18 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 	h := rq.w.Header()
 	if c.feed == "eventsource" {
 		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
 	} else {
 		h.Set("Content-Type", "application/json")
+	}
+	if c.feed == "normal" {
+		// the answer depends on the request and the database's current
+		// sequence, which is known before any row is read
+		now, err := g.c.Now(rq.ctx, db)
+		if err != nil {
+			return err
+		}
+		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now)))
 	}
 	rq.w.WriteHeader(200)
 
@@ -207,7 +217,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		if c.feed == "continuous" {
 			w.raw(`{"last_seq":`)
 			w.line(docjson.AppendString(nil, last))
-			w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n")
+			w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n\n")
 		}
 		w.flush()
 	}

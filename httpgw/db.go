@@ -64,6 +64,8 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handleRevsLimit(rq, db)
 	case "_ensure_full_commit":
 		return g.handleEnsureFullCommit(rq, db)
+	case "_view_cleanup":
+		return g.handleViewCleanup(rq, db)
 	case "_local":
 		if len(rest) == 0 {
 			return errMissing
@@ -318,4 +320,19 @@ func (g *Gateway) handleEnsureFullCommit(rq *req, db string) error {
 		return err
 	}
 	return g.writeJSON(rq, 201, map[string]any{"ok": true, "instance_start_time": strconv.FormatInt(info.Record.CreatedUs, 10)})
+}
+
+// handleViewCleanup removes index files of views no design doc names. settee
+// has no views yet, so there is never anything to remove.
+func (g *Gateway) handleViewCleanup(rq *req, db string) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	if err := g.requireDBAdmin(rq, db); err != nil {
+		return err
+	}
+	return g.writeJSON(rq, 202, okBody)
 }

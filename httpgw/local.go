@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/settee/settee/docjson"
@@ -22,6 +23,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		}
 		rev := "0-" + strconv.FormatUint(d.Rev, 10)
 		rb := &pb.RevBody{Rev: rev, Json: d.Json}
+		rq.w.Header().Set("ETag", `"`+rev+`"`)
 		return g.writeJSON(rq, 200, append(appendDoc(nil, id, nil, rb, nil), '\n'))
 	case http.MethodPut:
 		b, err := readBody(rq, g.cfg.MaxDocumentSize+1)
@@ -49,6 +51,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		buf = append(buf, `,"rev":`...)
 		buf = docjson.AppendString(buf, rev)
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
+		rq.w.Header().Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(id))
 		return g.writeJSON(rq, 201, append(buf, "}\n"...))
 	case http.MethodDelete:
 		return g.deleteLocal(rq, db, id)
@@ -67,5 +70,6 @@ func (g *Gateway) deleteLocal(rq *req, db, id string) error {
 	buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
 	buf = append(buf, `,"rev":`...)
 	buf = docjson.AppendString(buf, rev)
+	rq.w.Header().Set("ETag", `"`+rev+`"`)
 	return g.writeJSON(rq, 200, append(buf, "}\n"...))
 }

@@ -68,11 +68,12 @@ func New(cfg Config) (*Gateway, error) {
 	w, err := json.Marshal(map[string]any{
 		"couchdb":  "Welcome",
 		"version":  "3.5.2",
-		"settee":   cfg.Version,
 		"git_sha":  cfg.GitSHA,
 		"uuid":     cfg.UUID,
 		"features": []string{"access-ready", "partitioned", "pluggable-storage-engines", "reshard", "scheduler"},
 		"vendor":   map[string]string{"name": "settee", "version": cfg.Version},
+		// settee's own version is in vendor; "version" is the CouchDB API
+		// level it implements, which clients check for features
 	})
 	if err != nil {
 		return nil, err

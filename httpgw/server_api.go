@@ -1,15 +1,24 @@
 package httpgw
 
 import (
+	"crypto/md5"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 )
+
+// etagOf is a strong ETag over content.
+func etagOf(b []byte) string {
+	sum := md5.Sum(b)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:]) + `"`
+}
 
 func (g *Gateway) handleRoot(rq *req) error {
 	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
@@ -71,7 +80,10 @@ func (g *Gateway) handleUUIDs(rq *req) error {
 	for i := range out {
 		out[i] = uuids.next()
 	}
-	rq.w.Header().Set("ETag", `"`+out[0]+`"`)
+	h := rq.w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Pragma", "no-cache")
+	h.Set("ETag", etagOf([]byte(strings.Join(out, ""))))
 	return g.writeJSON(rq, 200, map[string]any{"uuids": out})
 }
 
@@ -143,7 +155,12 @@ func (g *Gateway) handleAllDBs(rq *req) error {
 	if err != nil {
 		return err
 	}
-	return g.writeJSON(rq, 200, names)
+	b, err := json.Marshal(names)
+	if err != nil {
+		return err
+	}
+	rq.w.Header().Set("ETag", etagOf(b))
+	return g.writeJSON(rq, 200, append(b, '\n'))
 }
 
 func (g *Gateway) handleDBsInfo(rq *req) error {
@@ -186,7 +203,14 @@ func (g *Gateway) handleDBsInfo(rq *req) error {
 		}
 		out = append(out, map[string]any{"key": n, "info": json.RawMessage(info)})
 	}
-	return g.writeJSON(rq, 200, out)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	if rq.r.Method != http.MethodPost {
+		rq.w.Header().Set("ETag", etagOf(b))
+	}
+	return g.writeJSON(rq, 200, append(b, '\n'))
 }
 
 func (g *Gateway) handleActiveTasks(rq *req) error {
