@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/settee/settee/bench"
 )
@@ -15,8 +17,17 @@ func runBench(args []string) error {
 	var cfg bench.Config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
+	fsyncDir := fs.String("fsync-dir", "", "instead of the workload, measure 4 KB write+fdatasync cycles per second in this directory (the ceiling for sequential durable updates)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *fsyncDir != "" {
+		r, err := bench.Fsync(*fsyncDir, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("fsync: %d ops in %.1fs: %.0f Hz, p50 %.3fms, p99 %.3fms\n", r.Ops, r.Period.Seconds(), r.Hz, r.P50Ms, r.P99Ms)
+		return nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
