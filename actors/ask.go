@@ -35,25 +35,18 @@ func Ask[T any](ctx context.Context, root *actor.RootContext, pid *actor.PID, ms
 }
 
 // Await waits for a future started earlier (to fan out several requests
-// before waiting on any).
+// before waiting on any). The future's own timeout (from ctx's deadline)
+// bounds the wait; a cancelled ctx is reported once the answer is in.
+// Waiting on the future directly, rather than racing it against ctx.Done
+// in another goroutine, saves a goroutine and two wake-ups per request.
 func Await[T any](ctx context.Context, f *actor.Future) (T, error) {
 	var zero T
-	done := make(chan struct{})
-	var (
-		res any
-		err error
-	)
-	go func() {
-		res, err = f.Result()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
+	res, err := f.Result()
 	switch {
 	case errors.Is(err, actor.ErrTimeout):
+		if ctx.Err() != nil {
+			return zero, ctx.Err()
+		}
 		return zero, context.DeadlineExceeded
 	case errors.Is(err, actor.ErrDeadLetter):
 		return zero, ErrUnreachable

@@ -293,3 +293,24 @@ func TestDataSurvivesRestart(t *testing.T) {
 	mustCall(t, s, 200, "GET", "/p/_local/cp", nil, nil)
 	mustCall(t, s, 201, "PUT", "/p/new", `{}`, nil)
 }
+
+func TestChangesSeqInterval(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/si?q=1", nil, nil)
+	bulkDocs(t, s, "si", nDocs(10, "s%02d"))
+	var raw struct {
+		Results []struct {
+			Seq *string `json:"seq"`
+		} `json:"results"`
+		LastSeq string `json:"last_seq"`
+	}
+	mustCall(t, s, 200, "GET", "/si/_changes?seq_interval=3", nil, &raw)
+	if len(raw.Results) != 10 || raw.LastSeq == "" {
+		t.Fatalf("got %d rows, last_seq %q", len(raw.Results), raw.LastSeq)
+	}
+	for i, r := range raw.Results {
+		if want := (i+1)%3 == 0; (r.Seq != nil) != want {
+			t.Errorf("row %d: seq %v, want present=%v", i, r.Seq, want)
+		}
+	}
+}

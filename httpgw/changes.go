@@ -267,7 +267,13 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 		return base == nil || base(i)
 	}
 	last, err := g.c.Changes(rq.ctx, db, q, func(r *coordinator.ChangeRow) error {
-		buf := g.appendChange(nil, r, c)
+		seq := r.Seq
+		if c.seqInterval > 1 && (n+1)%c.seqInterval != 0 {
+			// seq_interval: only every Nth row carries a sequence (the
+			// replicator asks for this to save work on big batches)
+			seq = ""
+		}
+		buf := g.appendChange(nil, r, seq, c)
 		switch style {
 		case "normal":
 			if n > 0 {
@@ -305,10 +311,14 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 	return n, last, pending, nil
 }
 
-func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, c *changesReq) []byte {
+func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string, c *changesReq) []byte {
 	info := r.Info
 	buf = append(buf, `{"seq":`...)
-	buf = docjson.AppendString(buf, r.Seq)
+	if seq == "" {
+		buf = append(buf, "null"...)
+	} else {
+		buf = docjson.AppendString(buf, seq)
+	}
 	buf = append(buf, `,"id":`...)
 	buf = docjson.AppendString(buf, info.Id)
 	buf = append(buf, `,"changes":[`...)

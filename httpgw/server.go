@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -195,6 +196,9 @@ func (g *Gateway) writeJSON(rq *req, status int, v any) error {
 	}
 	h := rq.w.Header()
 	h.Set("Content-Type", "application/json")
+	// a known length lets net/http send the body in one write instead
+	// of chunked encoding
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	rq.w.WriteHeader(status)
 	if rq.r.Method != http.MethodHead {
 		_, _ = rq.w.Write(b)

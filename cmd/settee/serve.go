@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -42,6 +44,7 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.Q, "q", envInt("q", cfg.Q), "default shards per new database (SETTEE_Q)")
 	fs.IntVar(&cfg.MemoryMB, "memory-mb", envInt("memory-mb", cfg.MemoryMB), "memory budget for the store's caches and memtables, MB (SETTEE_MEMORY_MB)")
 	maxDoc := fs.Int64("max-document-size", int64(envInt("max-document-size", int(cfg.MaxDocumentSize))), "largest document accepted, bytes (SETTEE_MAX_DOCUMENT_SIZE)")
+	pprofAddr := fs.String("pprof", envDefault("pprof", ""), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (SETTEE_PPROF)")
 	logLevel := fs.String("log-level", envDefault("log-level", "info"), "debug, info, warn or error (SETTEE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -54,6 +57,12 @@ func serve(args []string) error {
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	cfg.AdminPasswordOut = func(user, pw string) {
 		fmt.Fprintf(os.Stderr, "\n  settee generated a server admin (shown once, stored hashed):\n    user: %s\n    password: %s\n\n", user, pw)
+	}
+	if *pprofAddr != "" {
+		go func() {
+			// the default mux carries net/http/pprof's handlers
+			cfg.Logger.Info("pprof listening", "addr", *pprofAddr, "err", http.ListenAndServe(*pprofAddr, nil))
+		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
