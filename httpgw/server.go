@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/tasks"
 )
 
 // Databases creates, deletes and lists databases; node implements it.
@@ -40,6 +41,8 @@ type Config struct {
 	Logger          *slog.Logger
 	// SessionTimeout is the AuthSession cookie lifetime (CouchDB: 600 s).
 	SessionTimeout time.Duration
+	// Tasks is the node's active task registry (GET /_active_tasks).
+	Tasks *tasks.Registry
 }
 
 // Gateway is the CouchDB HTTP API of one node.
@@ -60,6 +63,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Tasks == nil {
+		cfg.Tasks = tasks.New(cfg.NodeName)
 	}
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 600 * time.Second

@@ -217,7 +217,7 @@ func (g *Gateway) handleActiveTasks(rq *req) error {
 	if err := requireAdmin(rq); err != nil {
 		return err
 	}
-	return g.writeJSON(rq, 200, []byte("[]\n"))
+	return g.writeJSON(rq, 200, g.cfg.Tasks.List())
 }
 
 // handleMembership answers for a single node; the cluster issue replaces it

@@ -17,6 +17,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/tasks"
 )
 
 // Version is settee's version, stamped at build time.
@@ -36,6 +37,7 @@ type Node struct {
 	srv   *http.Server
 	ln    net.Listener
 	uuid  string
+	tasks *tasks.Registry
 
 	closeOnce sync.Once
 	closeErr  error
@@ -94,7 +96,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			}
 		}
 	}
+	n.tasks = tasks.New(cfg.Name)
 	gw, err := httpgw.New(httpgw.Config{
+		Tasks:           n.tasks,
 		Coordinator:     n.coord,
 		Databases:       n,
 		Admin:           admin,
