@@ -2,6 +2,10 @@ package httpgw_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"io"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -312,5 +316,77 @@ func TestChangesSeqInterval(t *testing.T) {
 		if want := (i+1)%3 == 0; (r.Seq != nil) != want {
 			t.Errorf("row %d: seq %v, want present=%v", i, r.Seq, want)
 		}
+	}
+}
+
+func TestAttachmentsCompressedLikeCouchDB(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/at", nil, nil)
+	text := strings.Repeat("hello settee ", 200)
+	var r bulkResult
+	mustCall(t, s, 201, "PUT", "/at/doc", fmt.Sprintf(`{"_attachments":{"t.txt":{"content_type":"text/plain","data":%q},"b.bin":{"content_type":"application/octet-stream","data":"AAEC"}}}`,
+		base64.StdEncoding.EncodeToString([]byte(text))), &r)
+
+	var doc struct {
+		Atts map[string]struct {
+			Encoding      string `json:"encoding"`
+			EncodedLength int    `json:"encoded_length"`
+			Length        int    `json:"length"`
+			Data          string `json:"data"`
+		} `json:"_attachments"`
+	}
+	mustCall(t, s, 200, "GET", "/at/doc?att_encoding_info=true", nil, &doc)
+	ta := doc.Atts["t.txt"]
+	if ta.Encoding != "gzip" || ta.Length != len(text) || ta.EncodedLength <= 0 || ta.EncodedLength >= len(text) {
+		t.Fatalf("text attachment stub: %+v", ta)
+	}
+	if doc.Atts["b.bin"].Encoding != "" {
+		t.Fatalf("binary attachment was compressed: %+v", doc.Atts["b.bin"])
+	}
+	// inline data is the identity bytes
+	mustCall(t, s, 200, "GET", "/at/doc?attachments=true", nil, &doc)
+	if got, _ := base64.StdEncoding.DecodeString(doc.Atts["t.txt"].Data); string(got) != text {
+		t.Fatalf("inline data decoded to %d bytes, want %d", len(got), len(text))
+	}
+	// a client without gzip gets identity bytes; one with gzip the stored ones
+	for _, tc := range []struct{ ae, wantEnc string }{{"", ""}, {"gzip, deflate", "gzip"}} {
+		req := s.NewRequest(t, "GET", "/at/doc/t.txt", nil)
+		req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+		if tc.ae != "" {
+			req.Header.Set("Accept-Encoding", tc.ae)
+		}
+		tr := &http.Transport{DisableCompression: true}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("Content-Encoding") != tc.wantEnc {
+			t.Fatalf("Accept-Encoding %q: Content-Encoding %q", tc.ae, resp.Header.Get("Content-Encoding"))
+		}
+		if tc.wantEnc == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(zr)
+		}
+		if string(body) != text || resp.Header.Get("Content-Type") != "text/plain" {
+			t.Fatalf("Accept-Encoding %q: %d bytes, type %q", tc.ae, len(body), resp.Header.Get("Content-Type"))
+		}
+	}
+	// COPY keeps the attachment and its encoding
+	req := s.NewRequest(t, "COPY", "/at/doc", nil)
+	req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+	req.Header.Set("Destination", "copy")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("COPY: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	mustCall(t, s, 200, "GET", "/at/copy?attachments=true", nil, &doc)
+	if got, _ := base64.StdEncoding.DecodeString(doc.Atts["t.txt"].Data); string(got) != text {
+		t.Fatalf("copied attachment: %d bytes", len(got))
 	}
 }

@@ -63,7 +63,13 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		rq.w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	h.Set("Content-Length", strconv.FormatUint(meta.Length, 10))
+	sendEncoded := meta.Encoding == "gzip" && acceptsGzip(rq.r.Header.Get("Accept-Encoding"))
+	if sendEncoded {
+		h.Set("Content-Encoding", "gzip")
+		h.Set("Content-Length", strconv.FormatUint(meta.EncodedLength, 10))
+	} else {
+		h.Set("Content-Length", strconv.FormatUint(meta.Length, 10))
+	}
 	if rq.r.Method == http.MethodHead {
 		rq.w.WriteHeader(200)
 		return nil
@@ -71,6 +77,11 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	data, err := g.c.GetAtt(rq.ctx, db, id, meta.Digest)
 	if err != nil {
 		return err
+	}
+	if !sendEncoded {
+		if data, err = identity(meta, data); err != nil {
+			return err
+		}
 	}
 	rq.w.WriteHeader(200)
 	_, _ = rq.w.Write(data)
@@ -133,7 +144,7 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		u.Atts = append(u.Atts, &pb.Att{Name: name, ContentType: ct, Data: data, Digest: digestOf(data), Length: uint64(len(data))})
+		u.Atts = append(u.Atts, newAtt(name, ct, data))
 	}
 	sortAtts(u.Atts)
 	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
@@ -157,4 +168,14 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	buf = append(buf, `,"rev":`...)
 	buf = docjson.AppendString(buf, out[0].Rev)
 	return g.writeJSON(rq, status, append(buf, "}\n"...))
+}
+
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && !strings.Contains(strings.ReplaceAll(params, " ", ""), "q=0") {
+			return true
+		}
+	}
+	return false
 }

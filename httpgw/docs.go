@@ -387,7 +387,8 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	}
 	for i, a := range src.Atts {
 		if i < len(src.AttData) {
-			u.Atts = append(u.Atts, &pb.Att{Name: a.Name, ContentType: a.ContentType, Data: src.AttData[i], Digest: a.Digest, Length: a.Length})
+			u.Atts = append(u.Atts, &pb.Att{Name: a.Name, ContentType: a.ContentType, Data: src.AttData[i], Digest: a.Digest,
+				Length: a.Length, Encoding: a.Encoding, EncodedLength: a.EncodedLength})
 		}
 	}
 	u.HasAtts = len(u.Atts) > 0

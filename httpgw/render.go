@@ -137,9 +137,16 @@ func appendAtts(dst []byte, rb *pb.RevBody, o *docOpts) []byte {
 		dst = append(dst, `,"digest":`...)
 		dst = docjson.AppendString(dst, a.Digest)
 		inline := withData && a.Revpos > since && i < len(rb.AttData)
+		var data []byte
+		if inline {
+			var err error
+			if data, err = identity(a, rb.AttData[i]); err != nil {
+				inline = false // a damaged blob: show the stub rather than fail the doc
+			}
+		}
 		if inline {
 			dst = append(dst, `,"data":"`...)
-			dst = base64.StdEncoding.AppendEncode(dst, rb.AttData[i])
+			dst = base64.StdEncoding.AppendEncode(dst, data)
 			dst = append(dst, '"')
 		} else {
 			dst = append(dst, `,"length":`...)

@@ -68,7 +68,7 @@ func parseAtts(raw []byte) ([]*pb.Att, error) {
 			if ct == "" {
 				ct = "application/octet-stream"
 			}
-			out = append(out, &pb.Att{Name: name, ContentType: ct, Data: data, Digest: digestOf(data), Length: uint64(len(data))})
+			out = append(out, newAtt(name, ct, data))
 		case a.Follows:
 			return nil, badRequest("attachment " + name + " follows, but the request is not multipart")
 		default:

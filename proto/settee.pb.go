@@ -786,8 +786,10 @@ type Att struct {
 	Stub          bool                   `protobuf:"varint,4,opt,name=stub,proto3" json:"stub,omitempty"`
 	Digest        string                 `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`  // set by the coordinator for new data
 	Revpos        uint64                 `protobuf:"varint,6,opt,name=revpos,proto3" json:"revpos,omitempty"` // from the stub, when given
-	Length        uint64                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`
+	Length        uint64                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"` // of the identity data
 	Follows       bool                   `protobuf:"varint,8,opt,name=follows,proto3" json:"follows,omitempty"`
+	Encoding      string                 `protobuf:"bytes,9,opt,name=encoding,proto3" json:"encoding,omitempty"` // "gzip" when data is stored compressed
+	EncodedLength uint64                 `protobuf:"varint,10,opt,name=encoded_length,json=encodedLength,proto3" json:"encoded_length,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -876,6 +878,20 @@ func (x *Att) GetFollows() bool {
 		return x.Follows
 	}
 	return false
+}
+
+func (x *Att) GetEncoding() string {
+	if x != nil {
+		return x.Encoding
+	}
+	return ""
+}
+
+func (x *Att) GetEncodedLength() uint64 {
+	if x != nil {
+		return x.EncodedLength
+	}
+	return 0
 }
 
 // DocUpdate is one document of a write batch. tag numbers it within the batch
@@ -2803,7 +2819,7 @@ const file_settee_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"3\n" +
 	"\tRevisions\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\tR\x03ids\"\xc6\x01\n" +
+	"\x03ids\x18\x02 \x03(\tR\x03ids\"\x89\x02\n" +
 	"\x03Att\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x12\n" +
@@ -2812,7 +2828,10 @@ const file_settee_proto_rawDesc = "" +
 	"\x06digest\x18\x05 \x01(\tR\x06digest\x12\x16\n" +
 	"\x06revpos\x18\x06 \x01(\x04R\x06revpos\x12\x16\n" +
 	"\x06length\x18\a \x01(\x04R\x06length\x12\x18\n" +
-	"\afollows\x18\b \x01(\bR\afollows\"\xda\x01\n" +
+	"\afollows\x18\b \x01(\bR\afollows\x12\x1a\n" +
+	"\bencoding\x18\t \x01(\tR\bencoding\x12%\n" +
+	"\x0eencoded_length\x18\n" +
+	" \x01(\x04R\rencodedLength\"\xda\x01\n" +
 	"\tDocUpdate\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\rR\x03tag\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +

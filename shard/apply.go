@@ -166,8 +166,12 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		if err := w.set(s.k.att(a.Digest), a.Data); err != nil {
 			return nil, err
 		}
+		length := a.Length
+		if length == 0 && a.Encoding == "" {
+			length = uint64(len(a.Data))
+		}
 		atts = append(atts, &pb.AttMeta{Name: a.Name, ContentType: a.ContentType, Digest: a.Digest,
-			Length: uint64(len(a.Data)), Revpos: newPos})
+			Length: length, Revpos: newPos, Encoding: a.Encoding, EncodedLength: a.EncodedLength})
 	}
 
 	meta.UpdateSeq++
