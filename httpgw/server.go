@@ -231,7 +231,17 @@ func readBody(rq *req, limit int64) ([]byte, error) {
 	if rq.r.ContentLength > limit {
 		return nil, errTooLarge
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(rq.w, rq.r.Body, limit))
+	var b []byte
+	var err error
+	if n := rq.r.ContentLength; n > 0 {
+		// one allocation of the announced size: growing a multi-MB
+		// _bulk_docs body by doubling was a fifth of the write path's CPU
+		b = make([]byte, n)
+		// net/http never yields more than Content-Length bytes
+		_, err = io.ReadFull(rq.r.Body, b)
+	} else {
+		b, err = io.ReadAll(http.MaxBytesReader(rq.w, rq.r.Body, limit))
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
