@@ -2752,6 +2752,546 @@ func (x *Count) GetError() *Error {
 	return nil
 }
 
+// RepChange is one row of a source's _changes (style=all_docs): the leaf
+// revs of a doc. seq is the row's sequence as raw JSON (a string on
+// CouchDB 2+ and settee, a number on CouchDB 1.x and PouchDB).
+type RepChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Revs          []string               `protobuf:"bytes,2,rep,name=revs,proto3" json:"revs,omitempty"`
+	Deleted       bool                   `protobuf:"varint,3,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Seq           string                 `protobuf:"bytes,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepChange) Reset() {
+	*x = RepChange{}
+	mi := &file_settee_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepChange) ProtoMessage() {}
+
+func (x *RepChange) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepChange.ProtoReflect.Descriptor instead.
+func (*RepChange) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *RepChange) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RepChange) GetRevs() []string {
+	if x != nil {
+		return x.Revs
+	}
+	return nil
+}
+
+func (x *RepChange) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+func (x *RepChange) GetSeq() string {
+	if x != nil {
+		return x.Seq
+	}
+	return ""
+}
+
+// RepChangesPage is what a job's changes reader hands its job, as a
+// request: the job answers RepAck once it has queue room (the reader's one
+// backpressure point).
+type RepChangesPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Changes       []*RepChange           `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	LastSeq       string                 `protobuf:"bytes,2,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"` // raw JSON
+	Pending       uint64                 `protobuf:"varint,3,opt,name=pending,proto3" json:"pending,omitempty"`
+	Done          bool                   `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"` // one-shot: the source has nothing more
+	Error         *Error                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepChangesPage) Reset() {
+	*x = RepChangesPage{}
+	mi := &file_settee_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepChangesPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepChangesPage) ProtoMessage() {}
+
+func (x *RepChangesPage) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepChangesPage.ProtoReflect.Descriptor instead.
+func (*RepChangesPage) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *RepChangesPage) GetChanges() []*RepChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *RepChangesPage) GetLastSeq() string {
+	if x != nil {
+		return x.LastSeq
+	}
+	return ""
+}
+
+func (x *RepChangesPage) GetPending() uint64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *RepChangesPage) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *RepChangesPage) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type RepAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepAck) Reset() {
+	*x = RepAck{}
+	mi := &file_settee_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepAck) ProtoMessage() {}
+
+func (x *RepAck) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepAck.ProtoReflect.Descriptor instead.
+func (*RepAck) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{43}
+}
+
+// RepChangeBatch is cast by a job to an idle worker. ordinal numbers the
+// batches of a job so checkpoints only record a seq below which every batch
+// is done.
+type RepChangeBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ordinal       uint64                 `protobuf:"varint,1,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	Changes       []*RepChange           `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	LastSeq       string                 `protobuf:"bytes,3,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepChangeBatch) Reset() {
+	*x = RepChangeBatch{}
+	mi := &file_settee_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepChangeBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepChangeBatch) ProtoMessage() {}
+
+func (x *RepChangeBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepChangeBatch.ProtoReflect.Descriptor instead.
+func (*RepChangeBatch) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RepChangeBatch) GetOrdinal() uint64 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *RepChangeBatch) GetChanges() []*RepChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *RepChangeBatch) GetLastSeq() string {
+	if x != nil {
+		return x.LastSeq
+	}
+	return ""
+}
+
+// RepDoc is a fetched revision, cast by a worker into its batcher: the doc
+// as JSON with _revisions (and inline attachments) ready for _bulk_docs
+// new_edits=false.
+type RepDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Json          []byte                 `protobuf:"bytes,2,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepDoc) Reset() {
+	*x = RepDoc{}
+	mi := &file_settee_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepDoc) ProtoMessage() {}
+
+func (x *RepDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepDoc.ProtoReflect.Descriptor instead.
+func (*RepDoc) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RepDoc) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RepDoc) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+// RepFlush asks a batcher to write what it holds; it answers RepFlushReply
+// after the write (one per fetch round: the worker's backpressure point).
+type RepFlush struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepFlush) Reset() {
+	*x = RepFlush{}
+	mi := &file_settee_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepFlush) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepFlush) ProtoMessage() {}
+
+func (x *RepFlush) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepFlush.ProtoReflect.Descriptor instead.
+func (*RepFlush) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{46}
+}
+
+type RepFlushReply struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	DocsWritten      uint64                 `protobuf:"varint,1,opt,name=docs_written,json=docsWritten,proto3" json:"docs_written,omitempty"`
+	DocWriteFailures uint64                 `protobuf:"varint,2,opt,name=doc_write_failures,json=docWriteFailures,proto3" json:"doc_write_failures,omitempty"`
+	Error            *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RepFlushReply) Reset() {
+	*x = RepFlushReply{}
+	mi := &file_settee_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepFlushReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepFlushReply) ProtoMessage() {}
+
+func (x *RepFlushReply) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepFlushReply.ProtoReflect.Descriptor instead.
+func (*RepFlushReply) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *RepFlushReply) GetDocsWritten() uint64 {
+	if x != nil {
+		return x.DocsWritten
+	}
+	return 0
+}
+
+func (x *RepFlushReply) GetDocWriteFailures() uint64 {
+	if x != nil {
+		return x.DocWriteFailures
+	}
+	return 0
+}
+
+func (x *RepFlushReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// RepStats are a replication's counters (CouchDB's history entry names).
+type RepStats struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	DocsRead         uint64                 `protobuf:"varint,1,opt,name=docs_read,json=docsRead,proto3" json:"docs_read,omitempty"`
+	DocsWritten      uint64                 `protobuf:"varint,2,opt,name=docs_written,json=docsWritten,proto3" json:"docs_written,omitempty"`
+	MissingChecked   uint64                 `protobuf:"varint,3,opt,name=missing_checked,json=missingChecked,proto3" json:"missing_checked,omitempty"`
+	MissingFound     uint64                 `protobuf:"varint,4,opt,name=missing_found,json=missingFound,proto3" json:"missing_found,omitempty"`
+	DocWriteFailures uint64                 `protobuf:"varint,5,opt,name=doc_write_failures,json=docWriteFailures,proto3" json:"doc_write_failures,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RepStats) Reset() {
+	*x = RepStats{}
+	mi := &file_settee_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepStats) ProtoMessage() {}
+
+func (x *RepStats) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepStats.ProtoReflect.Descriptor instead.
+func (*RepStats) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RepStats) GetDocsRead() uint64 {
+	if x != nil {
+		return x.DocsRead
+	}
+	return 0
+}
+
+func (x *RepStats) GetDocsWritten() uint64 {
+	if x != nil {
+		return x.DocsWritten
+	}
+	return 0
+}
+
+func (x *RepStats) GetMissingChecked() uint64 {
+	if x != nil {
+		return x.MissingChecked
+	}
+	return 0
+}
+
+func (x *RepStats) GetMissingFound() uint64 {
+	if x != nil {
+		return x.MissingFound
+	}
+	return 0
+}
+
+func (x *RepStats) GetDocWriteFailures() uint64 {
+	if x != nil {
+		return x.DocWriteFailures
+	}
+	return 0
+}
+
+// RepBatchDone is a worker's report to its job after a batch.
+type RepBatchDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ordinal       uint64                 `protobuf:"varint,1,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	Stats         *RepStats              `protobuf:"bytes,2,opt,name=stats,proto3" json:"stats,omitempty"`
+	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepBatchDone) Reset() {
+	*x = RepBatchDone{}
+	mi := &file_settee_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepBatchDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepBatchDone) ProtoMessage() {}
+
+func (x *RepBatchDone) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepBatchDone.ProtoReflect.Descriptor instead.
+func (*RepBatchDone) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *RepBatchDone) GetOrdinal() uint64 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *RepBatchDone) GetStats() *RepStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+func (x *RepBatchDone) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_settee_proto protoreflect.FileDescriptor
 
 const file_settee_proto_rawDesc = "" +
@@ -2974,7 +3514,42 @@ const file_settee_proto_rawDesc = "" +
 	"\x05since\x18\x01 \x01(\x04R\x05since\":\n" +
 	"\x05Count\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x04R\x01n\x12#\n" +
-	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"[\n" +
+	"\tRepChange\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04revs\x18\x02 \x03(\tR\x04revs\x12\x18\n" +
+	"\adeleted\x18\x03 \x01(\bR\adeleted\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\tR\x03seq\"\xab\x01\n" +
+	"\x0eRepChangesPage\x12+\n" +
+	"\achanges\x18\x01 \x03(\v2\x11.settee.RepChangeR\achanges\x12\x19\n" +
+	"\blast_seq\x18\x02 \x01(\tR\alastSeq\x12\x18\n" +
+	"\apending\x18\x03 \x01(\x04R\apending\x12\x12\n" +
+	"\x04done\x18\x04 \x01(\bR\x04done\x12#\n" +
+	"\x05error\x18\x05 \x01(\v2\r.settee.ErrorR\x05error\"\b\n" +
+	"\x06RepAck\"r\n" +
+	"\x0eRepChangeBatch\x12\x18\n" +
+	"\aordinal\x18\x01 \x01(\x04R\aordinal\x12+\n" +
+	"\achanges\x18\x02 \x03(\v2\x11.settee.RepChangeR\achanges\x12\x19\n" +
+	"\blast_seq\x18\x03 \x01(\tR\alastSeq\",\n" +
+	"\x06RepDoc\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json\"\n" +
+	"\n" +
+	"\bRepFlush\"\x85\x01\n" +
+	"\rRepFlushReply\x12!\n" +
+	"\fdocs_written\x18\x01 \x01(\x04R\vdocsWritten\x12,\n" +
+	"\x12doc_write_failures\x18\x02 \x01(\x04R\x10docWriteFailures\x12#\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\xc6\x01\n" +
+	"\bRepStats\x12\x1b\n" +
+	"\tdocs_read\x18\x01 \x01(\x04R\bdocsRead\x12!\n" +
+	"\fdocs_written\x18\x02 \x01(\x04R\vdocsWritten\x12'\n" +
+	"\x0fmissing_checked\x18\x03 \x01(\x04R\x0emissingChecked\x12#\n" +
+	"\rmissing_found\x18\x04 \x01(\x04R\fmissingFound\x12,\n" +
+	"\x12doc_write_failures\x18\x05 \x01(\x04R\x10docWriteFailures\"u\n" +
+	"\fRepBatchDone\x12\x18\n" +
+	"\aordinal\x18\x01 \x01(\x04R\aordinal\x12&\n" +
+	"\x05stats\x18\x02 \x01(\v2\x10.settee.RepStatsR\x05stats\x12#\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
 
 var (
 	file_settee_proto_rawDescOnce sync.Once
@@ -2988,49 +3563,58 @@ func file_settee_proto_rawDescGZIP() []byte {
 	return file_settee_proto_rawDescData
 }
 
-var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_settee_proto_goTypes = []any{
-	(*RevNode)(nil),       // 0: settee.RevNode
-	(*FullDocInfo)(nil),   // 1: settee.FullDocInfo
-	(*AttMeta)(nil),       // 2: settee.AttMeta
-	(*BodyRecord)(nil),    // 3: settee.BodyRecord
-	(*LocalDoc)(nil),      // 4: settee.LocalDoc
-	(*ShardMeta)(nil),     // 5: settee.ShardMeta
-	(*ShardRef)(nil),      // 6: settee.ShardRef
-	(*DbRecord)(nil),      // 7: settee.DbRecord
-	(*Error)(nil),         // 8: settee.Error
-	(*Revisions)(nil),     // 9: settee.Revisions
-	(*Att)(nil),           // 10: settee.Att
-	(*DocUpdate)(nil),     // 11: settee.DocUpdate
-	(*UpdateDocs)(nil),    // 12: settee.UpdateDocs
-	(*DocResult)(nil),     // 13: settee.DocResult
-	(*UpdateResult)(nil),  // 14: settee.UpdateResult
-	(*Flush)(nil),         // 15: settee.Flush
-	(*FlushReply)(nil),    // 16: settee.FlushReply
-	(*GetDoc)(nil),        // 17: settee.GetDoc
-	(*RevBody)(nil),       // 18: settee.RevBody
-	(*DocReply)(nil),      // 19: settee.DocReply
-	(*GetDocInfos)(nil),   // 20: settee.GetDocInfos
-	(*DocInfosReply)(nil), // 21: settee.DocInfosReply
-	(*GetAtt)(nil),        // 22: settee.GetAtt
-	(*AttReply)(nil),      // 23: settee.AttReply
-	(*ReadRange)(nil),     // 24: settee.ReadRange
-	(*Row)(nil),           // 25: settee.Row
-	(*RangeReply)(nil),    // 26: settee.RangeReply
-	(*ReadChanges)(nil),   // 27: settee.ReadChanges
-	(*ChangesReply)(nil),  // 28: settee.ChangesReply
-	(*WaitChange)(nil),    // 29: settee.WaitChange
-	(*ChangeNotice)(nil),  // 30: settee.ChangeNotice
-	(*GetShardInfo)(nil),  // 31: settee.GetShardInfo
-	(*ShardInfo)(nil),     // 32: settee.ShardInfo
-	(*PutLocal)(nil),      // 33: settee.PutLocal
-	(*LocalReply)(nil),    // 34: settee.LocalReply
-	(*GetLocal)(nil),      // 35: settee.GetLocal
-	(*SetMeta)(nil),       // 36: settee.SetMeta
-	(*MetaReply)(nil),     // 37: settee.MetaReply
-	(*CountRange)(nil),    // 38: settee.CountRange
-	(*CountChanges)(nil),  // 39: settee.CountChanges
-	(*Count)(nil),         // 40: settee.Count
+	(*RevNode)(nil),        // 0: settee.RevNode
+	(*FullDocInfo)(nil),    // 1: settee.FullDocInfo
+	(*AttMeta)(nil),        // 2: settee.AttMeta
+	(*BodyRecord)(nil),     // 3: settee.BodyRecord
+	(*LocalDoc)(nil),       // 4: settee.LocalDoc
+	(*ShardMeta)(nil),      // 5: settee.ShardMeta
+	(*ShardRef)(nil),       // 6: settee.ShardRef
+	(*DbRecord)(nil),       // 7: settee.DbRecord
+	(*Error)(nil),          // 8: settee.Error
+	(*Revisions)(nil),      // 9: settee.Revisions
+	(*Att)(nil),            // 10: settee.Att
+	(*DocUpdate)(nil),      // 11: settee.DocUpdate
+	(*UpdateDocs)(nil),     // 12: settee.UpdateDocs
+	(*DocResult)(nil),      // 13: settee.DocResult
+	(*UpdateResult)(nil),   // 14: settee.UpdateResult
+	(*Flush)(nil),          // 15: settee.Flush
+	(*FlushReply)(nil),     // 16: settee.FlushReply
+	(*GetDoc)(nil),         // 17: settee.GetDoc
+	(*RevBody)(nil),        // 18: settee.RevBody
+	(*DocReply)(nil),       // 19: settee.DocReply
+	(*GetDocInfos)(nil),    // 20: settee.GetDocInfos
+	(*DocInfosReply)(nil),  // 21: settee.DocInfosReply
+	(*GetAtt)(nil),         // 22: settee.GetAtt
+	(*AttReply)(nil),       // 23: settee.AttReply
+	(*ReadRange)(nil),      // 24: settee.ReadRange
+	(*Row)(nil),            // 25: settee.Row
+	(*RangeReply)(nil),     // 26: settee.RangeReply
+	(*ReadChanges)(nil),    // 27: settee.ReadChanges
+	(*ChangesReply)(nil),   // 28: settee.ChangesReply
+	(*WaitChange)(nil),     // 29: settee.WaitChange
+	(*ChangeNotice)(nil),   // 30: settee.ChangeNotice
+	(*GetShardInfo)(nil),   // 31: settee.GetShardInfo
+	(*ShardInfo)(nil),      // 32: settee.ShardInfo
+	(*PutLocal)(nil),       // 33: settee.PutLocal
+	(*LocalReply)(nil),     // 34: settee.LocalReply
+	(*GetLocal)(nil),       // 35: settee.GetLocal
+	(*SetMeta)(nil),        // 36: settee.SetMeta
+	(*MetaReply)(nil),      // 37: settee.MetaReply
+	(*CountRange)(nil),     // 38: settee.CountRange
+	(*CountChanges)(nil),   // 39: settee.CountChanges
+	(*Count)(nil),          // 40: settee.Count
+	(*RepChange)(nil),      // 41: settee.RepChange
+	(*RepChangesPage)(nil), // 42: settee.RepChangesPage
+	(*RepAck)(nil),         // 43: settee.RepAck
+	(*RepChangeBatch)(nil), // 44: settee.RepChangeBatch
+	(*RepDoc)(nil),         // 45: settee.RepDoc
+	(*RepFlush)(nil),       // 46: settee.RepFlush
+	(*RepFlushReply)(nil),  // 47: settee.RepFlushReply
+	(*RepStats)(nil),       // 48: settee.RepStats
+	(*RepBatchDone)(nil),   // 49: settee.RepBatchDone
 }
 var file_settee_proto_depIdxs = []int32{
 	0,  // 0: settee.FullDocInfo.nodes:type_name -> settee.RevNode
@@ -3063,11 +3647,17 @@ var file_settee_proto_depIdxs = []int32{
 	5,  // 27: settee.MetaReply.meta:type_name -> settee.ShardMeta
 	8,  // 28: settee.MetaReply.error:type_name -> settee.Error
 	8,  // 29: settee.Count.error:type_name -> settee.Error
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	41, // 30: settee.RepChangesPage.changes:type_name -> settee.RepChange
+	8,  // 31: settee.RepChangesPage.error:type_name -> settee.Error
+	41, // 32: settee.RepChangeBatch.changes:type_name -> settee.RepChange
+	8,  // 33: settee.RepFlushReply.error:type_name -> settee.Error
+	48, // 34: settee.RepBatchDone.stats:type_name -> settee.RepStats
+	8,  // 35: settee.RepBatchDone.error:type_name -> settee.Error
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_settee_proto_init() }
@@ -3081,7 +3671,7 @@ func file_settee_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_settee_proto_rawDesc), len(file_settee_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,338 @@
+// Package mango matches documents against a basic Mango selector, the query
+// language of CouchDB's _find, as the replicator's "selector" filter uses it.
+// Supported: implicit and explicit $and, $or, $not, $nor, field conditions
+// $eq $ne $gt $gte $lt $lte $in $nin $exists, and nested fields (dotted
+// paths or nested objects). Values compare with CouchDB's collation order
+// of JSON types (null < false < true < numbers < strings < arrays <
+// objects); strings compare by code point, not ICU.
+package mango
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Selector is a compiled selector.
+type Selector struct{ m matcher }
+
+type matcher func(doc any) bool
+
+// Parse compiles a selector given as JSON.
+func Parse(b []byte) (*Selector, error) {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("mango: selector: %w", err)
+	}
+	return Compile(v)
+}
+
+// Compile compiles a selector decoded with encoding/json.
+func Compile(v any) (*Selector, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("mango: selector must be a JSON object")
+	}
+	m, err := compileObject(obj, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Selector{m: m}, nil
+}
+
+// Match reports whether doc (decoded with encoding/json) matches.
+func (s *Selector) Match(doc any) bool { return s.m(doc) }
+
+// MatchJSON decodes doc and matches it; invalid JSON does not match.
+func (s *Selector) MatchJSON(doc []byte) bool {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return false
+	}
+	return s.m(v)
+}
+
+// compileObject compiles {k: v, ...} found at path: an implicit $and of
+// its members.
+func compileObject(obj map[string]any, path []string) (matcher, error) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ms []matcher
+	for _, k := range keys {
+		m, err := compileMember(k, obj[k], path)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return and(ms), nil
+}
+
+func and(ms []matcher) matcher {
+	return func(d any) bool {
+		for _, m := range ms {
+			if !m(d) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func compileList(v any, op string, path []string) ([]matcher, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("mango: %s needs an array", op)
+	}
+	ms := make([]matcher, 0, len(arr))
+	for _, e := range arr {
+		o, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("mango: %s needs an array of objects", op)
+		}
+		m, err := compileObject(o, path)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+func compileMember(k string, v any, path []string) (matcher, error) {
+	switch k {
+	case "$and":
+		ms, err := compileList(v, k, path)
+		if err != nil {
+			return nil, err
+		}
+		return and(ms), nil
+	case "$or", "$nor":
+		ms, err := compileList(v, k, path)
+		if err != nil {
+			return nil, err
+		}
+		want := k == "$or"
+		return func(d any) bool {
+			for _, m := range ms {
+				if m(d) {
+					return want
+				}
+			}
+			return !want
+		}, nil
+	case "$not":
+		o, ok := v.(map[string]any)
+		if !ok {
+			return nil, errors.New("mango: $not needs an object")
+		}
+		m, err := compileObject(o, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(d any) bool { return !m(d) }, nil
+	}
+	if strings.HasPrefix(k, "$") {
+		if path == nil {
+			return nil, fmt.Errorf("mango: operator %s needs a field", k)
+		}
+		return compileOp(k, v, path)
+	}
+	p := append(append([]string(nil), path...), splitField(k)...)
+	if o, ok := v.(map[string]any); ok && len(o) > 0 {
+		return compileObject(o, p)
+	}
+	return compileOp("$eq", v, p)
+}
+
+// splitField splits a dotted field name; "\." escapes a dot.
+func splitField(f string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(f); i++ {
+		switch {
+		case f[i] == '\\' && i+1 < len(f) && f[i+1] == '.':
+			cur.WriteByte('.')
+			i++
+		case f[i] == '.':
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(f[i])
+		}
+	}
+	return append(out, cur.String())
+}
+
+func lookup(d any, path []string) (any, bool) {
+	for _, p := range path {
+		o, ok := d.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if d, ok = o[p]; !ok {
+			return nil, false
+		}
+	}
+	return d, true
+}
+
+func compileOp(op string, arg any, path []string) (matcher, error) {
+	var test func(v any) bool
+	switch op {
+	case "$eq":
+		test = func(v any) bool { return Compare(v, arg) == 0 }
+	case "$ne":
+		test = func(v any) bool { return Compare(v, arg) != 0 }
+	case "$gt":
+		test = func(v any) bool { return Compare(v, arg) > 0 }
+	case "$gte":
+		test = func(v any) bool { return Compare(v, arg) >= 0 }
+	case "$lt":
+		test = func(v any) bool { return Compare(v, arg) < 0 }
+	case "$lte":
+		test = func(v any) bool { return Compare(v, arg) <= 0 }
+	case "$in", "$nin":
+		list, ok := arg.([]any)
+		if !ok {
+			return nil, fmt.Errorf("mango: %s needs an array", op)
+		}
+		in := func(v any) bool {
+			for _, e := range list {
+				if Compare(v, e) == 0 {
+					return true
+				}
+			}
+			if arr, ok := v.([]any); ok {
+				for _, x := range arr {
+					for _, e := range list {
+						if Compare(x, e) == 0 {
+							return true
+						}
+					}
+				}
+			}
+			return false
+		}
+		if op == "$in" {
+			test = in
+		} else {
+			test = func(v any) bool { return !in(v) }
+		}
+	case "$exists":
+		want, ok := arg.(bool)
+		if !ok {
+			return nil, errors.New("mango: $exists needs a boolean")
+		}
+		return func(d any) bool {
+			_, found := lookup(d, path)
+			return found == want
+		}, nil
+	default:
+		return nil, fmt.Errorf("mango: unsupported operator %s", op)
+	}
+	return func(d any) bool {
+		v, ok := lookup(d, path)
+		return ok && test(v)
+	}, nil
+}
+
+func rank(v any) int {
+	switch v.(type) {
+	case nil:
+		return 0
+	case bool:
+		if v.(bool) {
+			return 2
+		}
+		return 1
+	case float64, json.Number:
+		return 3
+	case string:
+		return 4
+	case []any:
+		return 5
+	case map[string]any:
+		return 6
+	}
+	return 7
+}
+
+func num(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case json.Number:
+		f, _ := n.Float64()
+		return f
+	}
+	return 0
+}
+
+// Compare orders two decoded JSON values by CouchDB's type order, then by
+// value (numbers numerically, strings by code point, arrays element-wise,
+// objects by their sorted keys and values).
+func Compare(a, b any) int {
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		return cmpInt(ra, rb)
+	}
+	switch ra {
+	case 3:
+		x, y := num(a), num(b)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case 4:
+		return strings.Compare(a.(string), b.(string))
+	case 5:
+		x, y := a.([]any), b.([]any)
+		for i := 0; i < len(x) && i < len(y); i++ {
+			if c := Compare(x[i], y[i]); c != 0 {
+				return c
+			}
+		}
+		return cmpInt(len(x), len(y))
+	case 6:
+		x, y := a.(map[string]any), b.(map[string]any)
+		kx, ky := sortedKeys(x), sortedKeys(y)
+		for i := 0; i < len(kx) && i < len(ky); i++ {
+			if c := strings.Compare(kx[i], ky[i]); c != 0 {
+				return c
+			}
+			if c := Compare(x[kx[i]], y[ky[i]]); c != 0 {
+				return c
+			}
+		}
+		return cmpInt(len(kx), len(ky))
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]any) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
