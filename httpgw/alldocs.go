@@ -95,6 +95,25 @@ func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuer
 	if hasKey {
 		q.StartKey, q.HasStart, q.EndKey, q.HasEnd, q.InclusiveEnd = key, true, key, true, true
 	}
+	// startkey_docid/endkey_docid break ties between equal keys; in
+	// _all_docs the key is the doc id, so they bound the range only when
+	// no key bound is given. They must still be strings.
+	for _, p := range []struct {
+		names []string
+		dst   *string
+		has   *bool
+	}{{[]string{"startkey_docid", "start_key_doc_id"}, &q.StartKey, &q.HasStart},
+		{[]string{"endkey_docid", "end_key_doc_id"}, &q.EndKey, &q.HasEnd}} {
+		for _, name := range p.names {
+			v, ok := rq.q[name]
+			if !ok || len(v) == 0 {
+				continue
+			}
+			if !*p.has {
+				*p.dst, *p.has = v[len(v)-1], true
+			}
+		}
+	}
 	o := &rowOpts{}
 	if o.includeDocs, err = boolParam(rq, "include_docs", false); err != nil {
 		return q, nil, err

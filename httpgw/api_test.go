@@ -390,3 +390,67 @@ func TestAttachmentsCompressedLikeCouchDB(t *testing.T) {
 		t.Fatalf("copied attachment: %d bytes", len(got))
 	}
 }
+
+func TestAllDocsQueriesAndDocIDBounds(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/aq", nil, nil)
+	bulkDocs(t, s, "aq", nDocs(10, "k%d"))
+	var res struct {
+		Results []allDocs `json:"results"`
+	}
+	mustCall(t, s, 200, "POST", "/aq/_all_docs/queries", `{"queries":[{"keys":["k3","k1"]},{"limit":2,"skip":1},{"startkey":"k8","include_docs":true}]}`, &res)
+	if len(res.Results) != 3 {
+		t.Fatalf("%d results", len(res.Results))
+	}
+	ids := func(a allDocs) (out []string) {
+		for _, r := range a.Rows {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(res.Results[0]); !slices.Equal(got, []string{"k3", "k1"}) {
+		t.Errorf("keys query: %v", got)
+	}
+	if got := ids(res.Results[1]); !slices.Equal(got, []string{"k1", "k2"}) {
+		t.Errorf("limit/skip query: %v", got)
+	}
+	if got := ids(res.Results[2]); !slices.Equal(got, []string{"k8", "k9"}) || len(res.Results[2].Rows[0].Doc) == 0 {
+		t.Errorf("startkey include_docs query: %v", got)
+	}
+	var ad allDocs
+	mustCall(t, s, 200, "GET", "/aq/_all_docs?startkey_docid=k7&endkey_docid=k8", nil, &ad)
+	if got := ids(ad); !slices.Equal(got, []string{"k7", "k8"}) {
+		t.Errorf("startkey_docid/endkey_docid: %v", got)
+	}
+}
+
+func TestDBsInfoAndAllDBs(t *testing.T) {
+	s := testserver.Start(t)
+	for _, db := range []string{"a1", "a2", "a3"} {
+		mustCall(t, s, 201, "PUT", "/"+db, nil, nil)
+	}
+	var names []string
+	mustCall(t, s, 200, "GET", `/_all_dbs?startkey="a2"&limit=5`, nil, &names)
+	if !slices.Equal(names, []string{"a2", "a3"}) {
+		t.Fatalf("_all_dbs: %v", names)
+	}
+	var infos []struct {
+		Key   string         `json:"key"`
+		Info  map[string]any `json:"info"`
+		Error string         `json:"error"`
+	}
+	mustCall(t, s, 200, "POST", "/_dbs_info", `{"keys":["a1","nope"]}`, &infos)
+	if len(infos) != 2 || infos[0].Info["db_name"] != "a1" || infos[1].Error != "not_found" {
+		t.Fatalf("_dbs_info: %+v", infos)
+	}
+	// non-admins may not list databases
+	req := s.NewRequest(t, "GET", "/_all_dbs", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("anonymous _all_dbs: %d", resp.StatusCode)
+	}
+}
