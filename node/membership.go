@@ -1,0 +1,259 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// membershipName is the registered name of every node's membership actor.
+const membershipName = "membership"
+
+// How often members ping each other, and after how long without an answer
+// a member counts as down.
+const (
+	heartbeatEvery = time.Second
+	downAfter      = 4 * time.Second
+)
+
+func keyMember(name string) []byte { return append([]byte{0, 0, 0, 0, 'N'}, name...) }
+
+type tick struct{}
+
+// membership is the actor that owns this node's view of the cluster: the
+// members (persisted, the _nodes database of CouchDB) and who answered a
+// heartbeat lately. Changes spread by sending the whole list to every
+// member: clusters are small and lists are idempotent to merge.
+type membership struct {
+	self    *pb.Member
+	db      *badger.DB
+	log     *slog.Logger
+	members map[string]*pb.Member
+	seen    map[string]time.Time
+	up      map[string]bool // last logged state
+	stop    chan struct{}
+}
+
+func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger) (*membership, error) {
+	m := &membership{self: self, db: db, log: log, members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
+	err := db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte{0, 0, 0, 0, 'N'}
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			mem := &pb.Member{}
+			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, mem) }); err != nil {
+				return err
+			}
+			m.members[mem.Name] = mem
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// this node's own record always reflects its current addresses
+	if old, ok := m.members[self.Name]; ok && old.JoinedUs != 0 {
+		self.JoinedUs = old.JoinedUs
+	}
+	if err := m.store(self); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *membership) store(mem *pb.Member) error {
+	b, err := proto.Marshal(mem)
+	if err != nil {
+		return err
+	}
+	if err := m.db.Update(func(txn *badger.Txn) error { return txn.Set(keyMember(mem.Name), b) }); err != nil {
+		return err
+	}
+	m.members[mem.Name] = mem
+	return nil
+}
+
+func (m *membership) list() []*pb.Member {
+	out := make([]*pb.Member, 0, len(m.members))
+	for _, mem := range m.members {
+		out = append(out, mem)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// merge takes in another node's list; it reports whether anything changed.
+// A tombstone wins over a live record that joined before it was removed.
+func (m *membership) merge(list []*pb.Member) bool {
+	changed := false
+	for _, in := range list {
+		if in.Name == m.self.Name {
+			continue
+		}
+		cur, ok := m.members[in.Name]
+		switch {
+		case !ok:
+		case cur.Removed == in.Removed && cur.NodeAddr == in.NodeAddr && cur.HttpAddr == in.HttpAddr:
+			continue
+		case cur.Removed && !in.Removed && in.JoinedUs <= cur.JoinedUs:
+			continue
+		}
+		if err := m.store(proto.Clone(in).(*pb.Member)); err != nil {
+			m.log.Error("membership: store", "member", in.Name, "err", err)
+			continue
+		}
+		changed = true
+		m.log.Info("membership changed", "member", in.Name, "removed", in.Removed, "node_addr", in.NodeAddr)
+	}
+	return changed
+}
+
+func (m *membership) pid(mem *pb.Member) *actor.PID { return actor.NewPID(mem.NodeAddr, membershipName) }
+
+// spread sends the whole list to every other live member.
+func (m *membership) spread(ctx actor.Context) {
+	msg := &pb.MemberList{Members: m.list(), From: m.self.Name}
+	for _, mem := range m.members {
+		if mem.Name != m.self.Name && !mem.Removed {
+			ctx.Send(m.pid(mem), msg)
+		}
+	}
+}
+
+// Receive is the membership state machine.
+func (m *membership) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		self := ctx.Self()
+		root := ctx.ActorSystem().Root
+		go func() {
+			t := time.NewTicker(heartbeatEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					root.Send(self, tick{})
+				case <-m.stop:
+					return
+				}
+			}
+		}()
+	case *actor.Stopping:
+		close(m.stop)
+	case tick:
+		for _, mem := range m.members {
+			if mem.Name != m.self.Name && !mem.Removed {
+				ctx.Request(m.pid(mem), &pb.Ping{From: m.self.Name})
+			}
+		}
+		m.logTransitions(time.Now())
+	case *pb.Ping:
+		m.seen[msg.From] = time.Now()
+		ctx.Respond(&pb.Pong{From: m.self.Name})
+	case *pb.Pong:
+		m.seen[msg.From] = time.Now()
+	case *pb.JoinRequest:
+		if msg.Member == nil || msg.Member.Name == "" || msg.Member.NodeAddr == "" {
+			ctx.Respond(&pb.MemberList{From: m.self.Name})
+			return
+		}
+		in := proto.Clone(msg.Member).(*pb.Member)
+		in.Removed = false
+		if in.JoinedUs == 0 {
+			in.JoinedUs = time.Now().UnixMicro()
+		}
+		changed := m.merge([]*pb.Member{in})
+		m.seen[in.Name] = time.Now()
+		ctx.Respond(&pb.MemberList{Members: m.list(), From: m.self.Name})
+		if changed {
+			m.spread(ctx)
+		}
+	case *pb.MemberList:
+		if msg.From != "" {
+			m.seen[msg.From] = time.Now()
+		}
+		if m.merge(msg.Members) {
+			m.spread(ctx)
+		}
+		if ctx.Sender() != nil {
+			ctx.Respond(&pb.MemberList{Members: m.list(), From: m.self.Name})
+		}
+	case *removeMember:
+		cur, ok := m.members[msg.name]
+		if !ok || msg.name == m.self.Name {
+			ctx.Respond(errNoSuchMember)
+			return
+		}
+		tomb := proto.Clone(cur).(*pb.Member)
+		tomb.Removed = true
+		tomb.JoinedUs = time.Now().UnixMicro()
+		if err := m.store(tomb); err != nil {
+			ctx.Respond(err)
+			return
+		}
+		// tell the others, the removed node included
+		msgList := &pb.MemberList{Members: m.list(), From: m.self.Name}
+		for _, mem := range m.members {
+			if mem.Name != m.self.Name {
+				ctx.Send(m.pid(mem), msgList)
+			}
+		}
+		ctx.Respond(nil)
+	case *pb.GetMembers:
+		ctx.Respond(m.reply(time.Now()))
+	}
+}
+
+var errNoSuchMember = errors.New("node: no such member")
+
+// removeMember is a local request (never crosses a node).
+type removeMember struct{ name string }
+
+func (m *membership) reply(now time.Time) *pb.MembersReply {
+	r := &pb.MembersReply{Members: m.list(), Alive: []string{m.self.Name}}
+	for _, mem := range r.Members {
+		if mem.Name != m.self.Name && !mem.Removed && now.Sub(m.seen[mem.Name]) < downAfter {
+			r.Alive = append(r.Alive, mem.Name)
+		}
+	}
+	sort.Strings(r.Alive)
+	return r
+}
+
+// logTransitions logs members going up or down, once per change.
+func (m *membership) logTransitions(now time.Time) {
+	for _, mem := range m.members {
+		if mem.Name == m.self.Name || mem.Removed {
+			continue
+		}
+		up := now.Sub(m.seen[mem.Name]) < downAfter
+		if was, known := m.up[mem.Name]; known && was == up {
+			continue
+		} else if !known && !up {
+			m.up[mem.Name] = false
+			continue
+		}
+		m.up[mem.Name] = up
+		if up {
+			m.log.Info("member up", "member", mem.Name)
+		} else {
+			m.log.Warn("member down", "member", mem.Name)
+		}
+	}
+}
+
+// memberJSON is a member as /_node/_local/_nodes and the admin CLI show it.
+func memberJSON(mem *pb.Member) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"_id": mem.Name, "node_addr": mem.NodeAddr, "http_addr": mem.HttpAddr})
+	return b
+}

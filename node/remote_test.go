@@ -1,0 +1,66 @@
+package node
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/settee/settee/proto"
+)
+
+func quietSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+}
+
+func TestRemoteRequiresClusterSecret(t *testing.T) {
+	server := quietSystem()
+	t.Cleanup(server.Shutdown)
+	r, addr, err := startRemote(server, "127.0.0.1:0", "", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(false) })
+	// an actor answering a shard-style request
+	if _, err := server.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*pb.GetShardInfo); ok {
+			c.Respond(&pb.ShardInfo{Meta: &pb.ShardMeta{UpdateSeq: 42}})
+		}
+	}), "echo"); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name   string
+		secret string
+		ok     bool
+	}{
+		{"same secret", "s3cret", true},
+		{"wrong secret", "guess", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := quietSystem()
+			t.Cleanup(client.Shutdown)
+			cr, _, err := startRemote(client, "127.0.0.1:0", "", tc.secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cr.Shutdown(false) })
+			res, err := client.Root.RequestFuture(actor.NewPID(addr, "echo"), &pb.GetShardInfo{}, 3*time.Second).Result()
+			if tc.ok {
+				if err != nil || res.(*pb.ShardInfo).Meta.UpdateSeq != 42 {
+					t.Fatalf("request over remote: %v %v", res, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("a peer with the wrong secret got an answer: %v", res)
+			}
+		})
+	}
+}
