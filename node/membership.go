@@ -118,7 +118,9 @@ func (m *membership) merge(list []*pb.Member) bool {
 	return changed
 }
 
-func (m *membership) pid(mem *pb.Member) *actor.PID { return actor.NewPID(mem.NodeAddr, membershipName) }
+func (m *membership) pid(mem *pb.Member) *actor.PID {
+	return actor.NewPID(mem.NodeAddr, membershipName)
+}
 
 // spread sends the whole list to every other live member.
 func (m *membership) spread(ctx actor.Context) {
