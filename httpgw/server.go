@@ -43,6 +43,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Tasks is the node's active task registry (GET /_active_tasks).
 	Tasks *tasks.Registry
+	// Cluster is the node's membership; nil on a node built without it.
+	Cluster Cluster
 }
 
 // Gateway is the CouchDB HTTP API of one node.
@@ -170,6 +172,10 @@ func (g *Gateway) route(rq *req) error {
 			return g.handleActiveTasks(rq)
 		case "_membership":
 			return g.handleMembership(rq)
+		case "_cluster_setup":
+			return g.handleClusterSetup(rq)
+		case "_node":
+			return g.handleNode(rq)
 		case "_users", "_replicator":
 			return g.routeDB(rq)
 		}

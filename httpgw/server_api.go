@@ -219,16 +219,3 @@ func (g *Gateway) handleActiveTasks(rq *req) error {
 	}
 	return g.writeJSON(rq, 200, g.cfg.Tasks.List())
 }
-
-// handleMembership answers for a single node; the cluster issue replaces it
-// with the _nodes database.
-func (g *Gateway) handleMembership(rq *req) error {
-	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
-		return methodNotAllowed("GET,HEAD")
-	}
-	if err := requireAdmin(rq); err != nil {
-		return err
-	}
-	nodes := []string{g.cfg.NodeName}
-	return g.writeJSON(rq, 200, map[string]any{"all_nodes": nodes, "cluster_nodes": nodes})
-}

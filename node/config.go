@@ -21,6 +21,8 @@ type Config struct {
 	MaxDocumentSize int64
 	MaxRequestSize  int64
 	Logger          *slog.Logger
+	// Cluster makes the node reachable by other nodes (issue 3).
+	Cluster ClusterConfig
 	// AdminPasswordOut receives the generated admin password, once
 	// (stderr in settee serve).
 	AdminPasswordOut func(user, password string)
@@ -62,6 +64,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDocumentSize <= 0 || c.MaxRequestSize <= 0 {
 		errs = append(errs, errors.New("size limits must be positive"))
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -193,14 +193,14 @@ func (m *membership) Receive(ctx actor.Context) {
 	case *removeMember:
 		cur, ok := m.members[msg.name]
 		if !ok || msg.name == m.self.Name {
-			ctx.Respond(errNoSuchMember)
+			ctx.Respond(removeResult{err: errNoSuchMember})
 			return
 		}
 		tomb := proto.Clone(cur).(*pb.Member)
 		tomb.Removed = true
 		tomb.JoinedUs = time.Now().UnixMicro()
 		if err := m.store(tomb); err != nil {
-			ctx.Respond(err)
+			ctx.Respond(removeResult{err: err})
 			return
 		}
 		// tell the others, the removed node included
@@ -210,7 +210,7 @@ func (m *membership) Receive(ctx actor.Context) {
 				ctx.Send(m.pid(mem), msgList)
 			}
 		}
-		ctx.Respond(nil)
+		ctx.Respond(removeResult{})
 	case *pb.GetMembers:
 		ctx.Respond(m.reply(time.Now()))
 	}
@@ -220,6 +220,8 @@ var errNoSuchMember = errors.New("node: no such member")
 
 // removeMember is a local request (never crosses a node).
 type removeMember struct{ name string }
+
+type removeResult struct{ err error }
 
 func (m *membership) reply(now time.Time) *pb.MembersReply {
 	r := &pb.MembersReply{Members: m.list(), Alive: []string{m.self.Name}}

@@ -37,6 +37,7 @@ type Node struct {
 	srv   *http.Server
 	ln    net.Listener
 	uuid  string
+	cl    *cluster // nil on a single node
 	tasks *tasks.Registry
 
 	closeOnce sync.Once
@@ -97,7 +98,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.tasks = tasks.New(cfg.Name)
+	if err := n.startCluster(ctx, cfg.Cluster, cfg.HTTPAddr); err != nil {
+		return fail(err)
+	}
 	gw, err := httpgw.New(httpgw.Config{
+		Cluster:         n,
 		Tasks:           n.tasks,
 		Coordinator:     n.coord,
 		Databases:       n,
@@ -143,6 +148,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if err := n.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
 		}
+		n.stopCluster()
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		if err := n.db.Close(); err != nil {

@@ -44,12 +44,21 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.Q, "q", envInt("q", cfg.Q), "default shards per new database (SETTEE_Q)")
 	fs.IntVar(&cfg.MemoryMB, "memory-mb", envInt("memory-mb", cfg.MemoryMB), "memory budget for the store's caches and memtables, MB (SETTEE_MEMORY_MB)")
 	maxDoc := fs.Int64("max-document-size", int64(envInt("max-document-size", int(cfg.MaxDocumentSize))), "largest document accepted, bytes (SETTEE_MAX_DOCUMENT_SIZE)")
+	fs.StringVar(&cfg.Cluster.NodeAddr, "node-addr", envDefault("node-addr", ""), "node-to-node listen address host:port; empty runs a single node (SETTEE_NODE_ADDR)")
+	fs.StringVar(&cfg.Cluster.AdvertiseAddr, "advertise-addr", envDefault("advertise-addr", ""), "node address other nodes dial, when it differs from --node-addr (SETTEE_ADVERTISE_ADDR)")
+	fs.StringVar(&cfg.Cluster.Secret, "cluster-secret", envDefault("cluster-secret", ""), "shared secret of the cluster's nodes (SETTEE_CLUSTER_SECRET)")
+	join := fs.String("join", envDefault("join", ""), "HTTP addresses host:port[,...] of nodes to join at start-up (SETTEE_JOIN)")
 	pprofAddr := fs.String("pprof", envDefault("pprof", ""), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (SETTEE_PPROF)")
 	logLevel := fs.String("log-level", envDefault("log-level", "info"), "debug, info, warn or error (SETTEE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.MaxDocumentSize = *maxDoc
+	for _, j := range strings.Split(*join, ",") {
+		if j = strings.TrimSpace(j); j != "" {
+			cfg.Cluster.Join = append(cfg.Cluster.Join, j)
+		}
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)

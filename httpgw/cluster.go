@@ -1,0 +1,234 @@
+package httpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// Cluster is what the gateway needs of the node's membership; node
+// implements it.
+type Cluster interface {
+	Clustered() bool
+	Members(ctx context.Context) (*pb.MembersReply, error)
+	AddNode(ctx context.Context, host string, port int, user, password string) error
+	RemoveNode(ctx context.Context, name string) error
+	PutNode(ctx context.Context, m *pb.Member) error
+}
+
+// ClusterErrors maps the node's cluster errors to answers; node fills it
+// so that httpgw does not import node.
+var ClusterErrors = map[error]*couchError{}
+
+// RegisterClusterError tells the gateway how to answer a node error.
+func RegisterClusterError(err error, status int, code, reason string) {
+	ClusterErrors[err] = newErr(status, code, reason)
+}
+
+func clusterErr(err error) error {
+	for e, ce := range ClusterErrors {
+		if errors.Is(err, e) {
+			return newErr(ce.status, ce.code, ce.reason+": "+err.Error())
+		}
+	}
+	return err
+}
+
+func (g *Gateway) handleMembership(rq *req) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET,HEAD")
+	}
+	if err := requireAdmin(rq); err != nil {
+		return err
+	}
+	all, members, err := g.membership(rq)
+	if err != nil {
+		return err
+	}
+	return g.writeJSON(rq, 200, map[string]any{"all_nodes": all, "cluster_nodes": members})
+}
+
+// membership returns the live nodes and the configured members.
+func (g *Gateway) membership(rq *req) (alive, members []string, err error) {
+	if g.cfg.Cluster == nil {
+		n := []string{g.cfg.NodeName}
+		return n, n, nil
+	}
+	r, err := g.cfg.Cluster.Members(rq.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	members = []string{}
+	for _, m := range r.Members {
+		if !m.Removed {
+			members = append(members, m.Name)
+		}
+	}
+	return r.Alive, members, nil
+}
+
+// handleNode serves /_node/{name|_local}[/_nodes[/<name>]].
+func (g *Gateway) handleNode(rq *req) error {
+	if err := requireAdmin(rq); err != nil {
+		return err
+	}
+	if len(rq.segs) < 2 {
+		return errMissing
+	}
+	name := rq.segs[1]
+	if name != "_local" && name != g.cfg.NodeName {
+		// routing to other nodes' _node endpoints comes with the cluster
+		return newErr(404, "not_found", "unknown node or not this node: "+name)
+	}
+	rest := rq.segs[2:]
+	if len(rest) == 0 {
+		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+			return methodNotAllowed("GET,HEAD")
+		}
+		info := map[string]any{"name": g.cfg.NodeName}
+		if g.cfg.Cluster != nil {
+			if r, err := g.cfg.Cluster.Members(rq.ctx); err == nil {
+				for _, m := range r.Members {
+					if m.Name == g.cfg.NodeName && m.NodeAddr != "" {
+						info["node_addr"] = m.NodeAddr
+					}
+				}
+			}
+		}
+		return g.writeJSON(rq, 200, info)
+	}
+	if rest[0] == "_nodes" {
+		return g.handleNodesDB(rq, rest[1:])
+	}
+	return errMissing
+}
+
+// handleNodesDB is the _nodes database view: one doc per member.
+func (g *Gateway) handleNodesDB(rq *req, rest []string) error {
+	if g.cfg.Cluster == nil {
+		return newErr(400, "bad_request", "this node runs without --node-addr: it has no cluster")
+	}
+	r, err := g.cfg.Cluster.Members(rq.ctx)
+	if err != nil {
+		return err
+	}
+	doc := func(m *pb.Member) map[string]any {
+		return map[string]any{"_id": m.Name, "node_addr": m.NodeAddr, "http_addr": m.HttpAddr, "up": slices.Contains(r.Alive, m.Name)}
+	}
+	if len(rest) == 0 || rest[0] == "_all_docs" {
+		rows := []map[string]any{}
+		for _, m := range r.Members {
+			if !m.Removed {
+				rows = append(rows, map[string]any{"id": m.Name, "key": m.Name, "value": map[string]string{"rev": "1-0"}, "doc": doc(m)})
+			}
+		}
+		return g.writeJSON(rq, 200, map[string]any{"total_rows": len(rows), "offset": 0, "rows": rows})
+	}
+	name := rest[0]
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		for _, m := range r.Members {
+			if m.Name == name && !m.Removed {
+				return g.writeJSON(rq, 200, doc(m))
+			}
+		}
+		return errMissing
+	case http.MethodPut:
+		var body struct {
+			NodeAddr string `json:"node_addr"`
+			HTTPAddr string `json:"http_addr"`
+		}
+		if err := g.decodeJSON(rq, &body); err != nil {
+			return err
+		}
+		if body.NodeAddr == "" {
+			return badRequest("a _nodes doc needs node_addr (host:port of the node's --node-addr)")
+		}
+		if err := g.cfg.Cluster.PutNode(rq.ctx, &pb.Member{Name: name, NodeAddr: body.NodeAddr, HttpAddr: body.HTTPAddr}); err != nil {
+			return clusterErr(err)
+		}
+		return g.writeJSON(rq, 201, map[string]any{"ok": true, "id": name, "rev": "1-0"})
+	case http.MethodDelete:
+		if err := g.cfg.Cluster.RemoveNode(rq.ctx, name); err != nil {
+			return clusterErr(err)
+		}
+		return g.writeJSON(rq, 200, map[string]any{"ok": true, "id": name, "rev": "2-0"})
+	}
+	return methodNotAllowed("GET,HEAD,PUT,DELETE")
+}
+
+// handleClusterSetup is CouchDB's /_cluster_setup: GET the state, POST an
+// action (enable_cluster, add_node, finish_cluster).
+func (g *Gateway) handleClusterSetup(rq *req) error {
+	if err := requireAdmin(rq); err != nil {
+		return err
+	}
+	clustered := g.cfg.Cluster != nil && g.cfg.Cluster.Clustered()
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead:
+		state := "single_node_disabled"
+		if clustered {
+			state = "cluster_enabled"
+			if _, members, err := g.membership(rq); err == nil && len(members) > 1 {
+				state = "cluster_finished"
+			}
+		}
+		return g.writeJSON(rq, 200, map[string]string{"state": state})
+	case http.MethodPost:
+	default:
+		return methodNotAllowed("GET,HEAD,POST")
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	var body struct {
+		Action   string          `json:"action"`
+		Host     string          `json:"host"`
+		Port     json.RawMessage `json:"port"`
+		Username string          `json:"username"`
+		Password string          `json:"password"`
+	}
+	if err := g.decodeJSON(rq, &body); err != nil {
+		return err
+	}
+	if !clustered && body.Action != "" {
+		return badRequest("this node was started without --node-addr and --cluster-secret; start every node with them to form a cluster")
+	}
+	switch body.Action {
+	case "enable_cluster", "finish_cluster", "enable_single_node":
+		return g.writeJSON(rq, 201, okBody)
+	case "add_node":
+		port := 5984
+		if len(body.Port) > 0 {
+			var p any
+			if err := json.Unmarshal(body.Port, &p); err != nil {
+				return badRequest("port must be a number")
+			}
+			switch v := p.(type) {
+			case float64:
+				port = int(v)
+			case string:
+				n, err := json.Number(v).Int64()
+				if err != nil {
+					return badRequest("port must be a number")
+				}
+				port = int(n)
+			}
+		}
+		if body.Host == "" || port <= 0 || port > 65535 {
+			return badRequest("add_node needs host and port")
+		}
+		if body.Username == "" {
+			return badRequest("add_node needs the other node's admin username and password")
+		}
+		if err := g.cfg.Cluster.AddNode(rq.ctx, body.Host, port, body.Username, body.Password); err != nil {
+			return clusterErr(err)
+		}
+		return g.writeJSON(rq, 201, okBody)
+	}
+	return badRequest("Invalid Action: " + body.Action)
+}

@@ -1,0 +1,103 @@
+package node_test
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/settee/settee/internal/testcluster"
+	"github.com/settee/settee/internal/testserver"
+	"github.com/settee/settee/node"
+)
+
+func TestThreeNodesJoinThroughClusterSetup(t *testing.T) {
+	c := testcluster.New(t, 3)
+	for i := range 3 {
+		if m := c.Membership(i); len(m.ClusterNodes) != 1 {
+			t.Fatalf("node %d before joining: %+v", i, m)
+		}
+	}
+	c.Join()
+	want := []string{"node1@127.0.0.1", "node2@127.0.0.1", "node3@127.0.0.1"}
+	for i := range 3 {
+		if m := c.Membership(i); !slices.Equal(m.ClusterNodes, want) {
+			t.Fatalf("node %d: cluster_nodes %v", i, m.ClusterNodes)
+		}
+	}
+	st, body := c.Do(1, "GET", "/_cluster_setup", "")
+	if st != 200 || !strings.Contains(string(body), "cluster_finished") {
+		t.Fatalf("_cluster_setup state: %d %s", st, body)
+	}
+
+	// a stopped node drops out of all_nodes but stays a member
+	c.Stop(2)
+	c.WaitFor(15*time.Second, func() error {
+		m := c.Membership(0)
+		if len(m.AllNodes) != 2 || len(m.ClusterNodes) != 3 {
+			return fmt.Errorf("after stopping node3: %+v", m)
+		}
+		return nil
+	})
+	// it comes back by itself and remembers the cluster
+	c.Restart(2)
+	c.WaitFor(15*time.Second, func() error {
+		for i := range 3 {
+			if m := c.Membership(i); len(m.AllNodes) != 3 {
+				return fmt.Errorf("node %d after restart: %+v", i, m)
+			}
+		}
+		return nil
+	})
+
+	// removing a member spreads to the others
+	if st, body := c.Do(0, "DELETE", "/_node/_local/_nodes/node3@127.0.0.1", ""); st != 200 {
+		t.Fatalf("remove node3: %d %s", st, body)
+	}
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(1); len(m.ClusterNodes) != 2 {
+			return fmt.Errorf("node2 after removal: %+v", m)
+		}
+		return nil
+	})
+}
+
+func TestJoinRefusedWithWrongSecretOrCredentials(t *testing.T) {
+	c := testcluster.New(t, 1)
+	other := testserver.Start(t, func(cfg *node.Config) {
+		cfg.Name = "intruder@127.0.0.1"
+		cfg.Cluster = node.ClusterConfig{NodeAddr: "127.0.0.1:0", Secret: "not-the-secret"}
+	})
+	host, port, _ := net.SplitHostPort(other.Node.Addr())
+	p, _ := strconv.Atoi(port)
+	tests := []struct {
+		name, user, pw, reason string
+	}{
+		{"wrong secret", testserver.AdminUser, testserver.AdminPassword, "cluster secret"},
+		{"wrong credentials", testserver.AdminUser, "nope", "credentials"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"action":"add_node","host":%q,"port":%d,"username":%q,"password":%q}`, host, p, tc.user, tc.pw)
+			st, out := c.Do(0, "POST", "/_cluster_setup", body)
+			if st < 400 || !strings.Contains(string(out), tc.reason) {
+				t.Fatalf("add_node: %d %s, want an error naming %q", st, out, tc.reason)
+			}
+			if m := c.Membership(0); len(m.ClusterNodes) != 1 {
+				t.Fatalf("membership changed: %+v", m)
+			}
+		})
+	}
+}
+
+func TestSingleNodeCannotJoin(t *testing.T) {
+	s := testserver.Start(t)
+	resp := s.Do(t, "POST", "/_cluster_setup", `{"action":"add_node","host":"127.0.0.1","port":1,"username":"a","password":"b"}`)
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("add_node on a single node: %d", resp.StatusCode)
+	}
+}
