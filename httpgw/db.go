@@ -66,6 +66,12 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handleEnsureFullCommit(rq, db)
 	case "_view_cleanup":
 		return g.handleViewCleanup(rq, db)
+	case "_compact":
+		return g.handleCompact(rq, db, rest)
+	case "_purge":
+		return g.handlePurge(rq, db)
+	case "_purged_infos_limit":
+		return g.handlePurgedInfosLimit(rq, db)
 	case "_local":
 		if len(rest) == 0 {
 			return errMissing
@@ -203,6 +209,10 @@ func (g *Gateway) dbInfo(rq *req, db string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	file, running, err := g.dbDiskFigures(rq, db)
+	if err != nil {
+		return nil, err
+	}
 	n := int(info.Record.N)
 	if n < 1 {
 		n = 1
@@ -212,10 +222,11 @@ func (g *Gateway) dbInfo(rq *req, db string) ([]byte, error) {
 		DBName:            db,
 		PurgeSeq:          strconv.FormatUint(info.PurgeSeq, 10) + "-g1AAAAAA",
 		UpdateSeq:         info.UpdateSeq,
-		Sizes:             map[string]int64{"file": info.External + info.Active, "external": info.External, "active": info.Active},
+		Sizes:             map[string]int64{"file": file, "external": info.External, "active": info.Active},
 		DocDelCount:       info.DelCount,
 		DocCount:          info.DocCount,
 		DiskFormatVersion: 8,
+		CompactRunning:    running,
 		Cluster:           map[string]int{"q": int(info.Record.Q), "n": n, "w": n/2 + 1, "r": n/2 + 1},
 	})
 }

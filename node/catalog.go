@@ -17,6 +17,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/shard"
+	"github.com/settee/settee/tasks"
 )
 
 // Node-level keys live under handle 0, which no shard gets.
@@ -47,6 +48,9 @@ type catalog struct {
 	sys  *actor.ActorSystem
 	node string
 	log  *slog.Logger
+	// disk and tasks are handed to every shard (compaction, sizes.file)
+	disk  *shard.Disk
+	tasks *tasks.Registry
 
 	mu   sync.RWMutex // guards dbs and pids; never held across a request
 	dbs  map[string]*pb.DbRecord
@@ -55,8 +59,8 @@ type catalog struct {
 	createMu sync.Mutex
 }
 
-func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger) (*catalog, error) {
-	c := &catalog{db: db, sys: sys, node: nodeName, log: log,
+func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *shard.Disk, reg *tasks.Registry) (*catalog, error) {
+	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg,
 		dbs: map[string]*pb.DbRecord{}, pids: map[uint32]*actor.PID{}}
 	var dropping []uint32
 	err := db.View(func(txn *badger.Txn) error {
@@ -103,7 +107,8 @@ func shardName(s *pb.ShardRef) string {
 }
 
 func (c *catalog) spawn(s *pb.ShardRef) error {
-	props := shard.Props(shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log})
+	props := shard.Props(shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
+		Disk: c.disk, Tasks: c.tasks})
 	pid, err := c.sys.Root.SpawnNamed(props, fmt.Sprintf("%s#%d", shardName(s), s.Handle))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)
@@ -247,7 +252,7 @@ func (c *catalog) Delete(_ context.Context, name string) error {
 }
 
 func (c *catalog) dropHandle(h uint32) error {
-	if err := c.db.DropPrefix(shard.Prefix(h)); err != nil {
+	if err := shard.DropPrefix(c.db, shard.Prefix(h)); err != nil {
 		return fmt.Errorf("node: drop shard %d: %w", h, err)
 	}
 	if err := c.db.Update(func(txn *badger.Txn) error { return txn.Delete(keyDropping(h)) }); err != nil {

@@ -17,6 +17,9 @@ type Config struct {
 	Q        int    // default shards per new database
 	// MemoryMB is the node's budget for badger's caches and memtables.
 	MemoryMB int
+	// ValueLogFileMB is the size of badger's value-log files (0: 64), the
+	// unit in which compaction gives disk space back.
+	ValueLogFileMB int
 	// MaxDocumentSize and MaxRequestSize bound request bodies (bytes).
 	MaxDocumentSize int64
 	MaxRequestSize  int64

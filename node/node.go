@@ -17,6 +17,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/shard"
 	"github.com/settee/settee/tasks"
 )
 
@@ -39,6 +40,7 @@ type Node struct {
 	uuid  string
 	cl    *cluster // nil on a single node
 	tasks *tasks.Registry
+	disk  *shard.Disk
 
 	closeOnce sync.Once
 	closeErr  error
@@ -60,9 +62,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: log, served: make(chan error, 1)}
 	var err error
-	if n.db, err = openBadger(cfg.DataDir, cfg.MemoryMB, log); err != nil {
+	if n.db, err = openBadger(cfg.DataDir, cfg.MemoryMB, cfg.ValueLogFileMB, log); err != nil {
 		return nil, err
 	}
+	n.disk = shard.NewDisk(n.db, badgerDir(cfg.DataDir), log)
+	n.tasks = tasks.New(cfg.Name)
 	fail := func(err error) (*Node, error) {
 		if n.sys != nil {
 			n.sys.Shutdown()
@@ -86,7 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return log.With("src", "actor")
 	}))
-	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log); err != nil {
+	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks); err != nil {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
@@ -97,7 +101,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			}
 		}
 	}
-	n.tasks = tasks.New(cfg.Name)
 	if err := n.startCluster(ctx, cfg.Cluster, cfg.HTTPAddr); err != nil {
 		return fail(err)
 	}
@@ -151,6 +154,7 @@ func (n *Node) Close(ctx context.Context) error {
 		n.stopCluster()
 		n.cat.stopAll()
 		n.sys.Shutdown()
+		n.disk.Close()
 		if err := n.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close badger: %w", err))
 		}

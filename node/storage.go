@@ -12,10 +12,19 @@ import (
 // the memory budget (badger's defaults cost hundreds of MB): bodies go to
 // the value log (ValueThreshold 1 KB) so LSM compactions do not rewrite
 // them, and every commit is synced.
-func openBadger(dir string, memoryMB int, log *slog.Logger) (*badger.DB, error) {
+//
+// Value-log files are vlogMB each (default 64): value-log GC reclaims space
+// a whole file at a time and never touches the file being written, so the
+// file size is what may stay as garbage after a compaction (seed 002's
+// workload leaves one such file at most); smaller files reclaim finer at
+// the cost of more files.
+func openBadger(dir string, memoryMB, vlogMB int, log *slog.Logger) (*badger.DB, error) {
 	budget := int64(memoryMB) << 20
 	memtable := min(max(budget/8, 16<<20), 64<<20)
-	opts := badger.DefaultOptions(filepath.Join(dir, "badger")).
+	if vlogMB <= 0 {
+		vlogMB = DefaultValueLogFileMB
+	}
+	opts := badger.DefaultOptions(badgerDir(dir)).
 		WithSyncWrites(true).
 		WithDetectConflicts(false). // each key range has one writer: its shard actor
 		WithValueThreshold(1024).
@@ -24,7 +33,7 @@ func openBadger(dir string, memoryMB int, log *slog.Logger) (*badger.DB, error) 
 		WithBlockCacheSize(budget / 4).
 		WithIndexCacheSize(budget / 8).
 		WithNumCompactors(2).
-		WithValueLogFileSize(256 << 20).
+		WithValueLogFileSize(int64(vlogMB) << 20).
 		WithLogger(badgerLogger{log})
 	db, err := badger.Open(opts)
 	if err != nil {
@@ -32,6 +41,11 @@ func openBadger(dir string, memoryMB int, log *slog.Logger) (*badger.DB, error) 
 	}
 	return db, nil
 }
+
+// DefaultValueLogFileMB is the size of a badger value-log file.
+const DefaultValueLogFileMB = 64
+
+func badgerDir(dataDir string) string { return filepath.Join(dataDir, "badger") }
 
 type badgerLogger struct{ l *slog.Logger }
 

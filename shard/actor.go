@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/tasks"
 )
 
 // Config names one shard copy and its storage.
@@ -17,6 +18,12 @@ type Config struct {
 	Handle uint32
 	Name   string // for logs: "shards/00000000-7fffffff/db"
 	Logger *slog.Logger
+	// Disk is the node's disk accounting and space reclamation (nil:
+	// sizes.file is the shard's own estimate and compaction reclaims
+	// nothing in badger).
+	Disk *Disk
+	// Tasks receives a database_compaction task while the shard compacts.
+	Tasks *tasks.Registry
 }
 
 // Props returns the props of a shard actor.
@@ -28,10 +35,13 @@ func Props(cfg Config) *actor.Props {
 
 // item is one queued write: a batch of docs, a meta change or a flush.
 type item struct {
-	batch   *pb.UpdateDocs
-	setMeta *pb.SetMeta
-	flush   bool
-	sender  *actor.PID
+	batch      *pb.UpdateDocs
+	setMeta    *pb.SetMeta
+	flush      bool
+	compact    *compactBatch
+	purge      *pb.PurgeDocs
+	purgeLimit uint64
+	sender     *actor.PID
 }
 
 type waiter struct {
@@ -58,6 +68,12 @@ type Actor struct {
 	inflight bool
 	waiters  []waiter
 	failed   error
+
+	stats *pb.ShardStats
+	// compacting is set while a compactor runs; keep collects the
+	// attachment digests written meanwhile (never swept by it).
+	compacting bool
+	keep       map[string]bool
 }
 
 // Receive is the actor's state machine.
@@ -71,7 +87,21 @@ func (a *Actor) Receive(ctx actor.Context) {
 			meta = &pb.ShardMeta{RevsLimit: DefaultRevsLimit}
 		}
 		a.meta = meta
+		stats, err := loadStats(a.cfg.DB, a.st.k)
+		if err != nil && a.failed == nil {
+			a.failed = err
+		}
+		if stats == nil {
+			stats = &pb.ShardStats{}
+		}
+		a.stats = stats
+		a.cfg.Disk.add(stats.FileSize)
 		ctx.SetReceiveTimeout(5 * time.Second)
+	case *actor.Stopped:
+		if a.stats != nil {
+			a.cfg.Disk.add(-a.stats.FileSize)
+			a.stats = &pb.ShardStats{}
+		}
 	case *actor.ReceiveTimeout:
 		a.sweepWaiters(ctx, time.Now())
 
@@ -91,6 +121,31 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.maybeCommit(ctx)
 	case commitDone:
 		a.finishCommit(ctx, m)
+
+	// compaction and purge (compact.go, purge.go)
+	case *pb.CompactShard:
+		a.startCompaction(ctx)
+	case *compactBatch:
+		a.pending = append(a.pending, item{compact: m, sender: ctx.Sender()})
+		a.maybeCommit(ctx)
+	case compactEnded:
+		a.compacting = false
+		a.keep = nil
+		if m.err != nil {
+			a.cfg.Logger.Error("shard compaction failed", "shard", a.cfg.Name, "err", m.err)
+		}
+	case *pb.GetDiskInfo:
+		a.diskInfo(ctx)
+	case *pb.PurgeDocs:
+		a.pending = append(a.pending, item{purge: m, sender: ctx.Sender()})
+		a.maybeCommit(ctx)
+	case *pb.SetPurgedInfosLimit:
+		if m.Limit == 0 {
+			ctx.Respond(&pb.PurgedInfosLimitReply{Error: perr("bad_request", "purged_infos_limit must be positive")})
+			return
+		}
+		a.pending = append(a.pending, item{purgeLimit: m.Limit, sender: ctx.Sender()})
+		a.maybeCommit(ctx)
 
 	// reads: off the actor's goroutine, on a badger snapshot
 	case *pb.GetDoc:
@@ -160,10 +215,23 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 	items := a.pending
 	a.pending = nil
 	a.inflight = true
-	var g group
+	g := group{stats: a.stats, track: a.compacting, keep: a.keep}
 	for _, it := range items {
-		if it.batch != nil {
+		switch {
+		case it.batch != nil:
 			g.batches = append(g.batches, it.batch)
+		case it.purge != nil:
+			g.purges = append(g.purges, it.purge)
+		case it.purgeLimit > 0:
+			g.purgeLimit = it.purgeLimit
+		case it.compact != nil:
+			if g.compact != nil {
+				// one compaction batch per group: the compactor waits
+				// for each, so this cannot happen; keep it queued anyway
+				a.pending = append(a.pending, it)
+				continue
+			}
+			g.compact = it.compact
 		}
 	}
 	meta := proto.Clone(a.meta).(*pb.ShardMeta)
@@ -176,6 +244,15 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 				meta.RevsLimit = it.setMeta.RevsLimit
 			}
 		}
+	}
+	if g.compact != nil && len(a.pending) > 0 {
+		kept := items[:0]
+		for _, it := range items {
+			if it.compact == nil || it.compact == g.compact {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
 	}
 	self := ctx.Self()
 	root := ctx.ActorSystem().Root
@@ -205,13 +282,26 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 				ctx.Send(it.sender, &pb.UpdateResult{Results: failAll(it.batch, e)})
 			case it.flush:
 				ctx.Send(it.sender, &pb.FlushReply{Error: e})
+			case it.compact != nil:
+				ctx.Send(it.sender, compactBatchDone{err: d.res.err})
+			case it.purge != nil:
+				ctx.Send(it.sender, &pb.PurgeReply{Error: e})
+			case it.purgeLimit > 0:
+				ctx.Send(it.sender, &pb.PurgedInfosLimitReply{Error: e})
 			default:
 				ctx.Send(it.sender, &pb.MetaReply{Error: e})
 			}
 		}
 	} else {
 		a.meta = d.res.meta
-		bi := 0
+		a.cfg.Disk.add(d.res.stats.FileSize - a.stats.FileSize)
+		a.stats = d.res.stats
+		if a.compacting {
+			for _, dg := range d.res.digests {
+				a.keep[dg] = true
+			}
+		}
+		bi, pi := 0, 0
 		for _, it := range d.items {
 			switch {
 			case it.batch != nil:
@@ -221,6 +311,13 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 				bi++
 			case it.flush:
 				ctx.Send(it.sender, &pb.FlushReply{UpdateSeq: a.meta.UpdateSeq})
+			case it.compact != nil:
+				ctx.Send(it.sender, compactBatchDone{})
+			case it.purge != nil:
+				ctx.Send(it.sender, d.res.purged[pi])
+				pi++
+			case it.purgeLimit > 0:
+				ctx.Send(it.sender, &pb.PurgedInfosLimitReply{Limit: a.stats.PurgedInfosLimit})
 			default:
 				if it.sender != nil {
 					ctx.Send(it.sender, &pb.MetaReply{Meta: proto.Clone(a.meta).(*pb.ShardMeta)})

@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
@@ -14,48 +15,109 @@ import (
 // group is the set of updates one commit takes.
 type group struct {
 	batches []*pb.UpdateDocs
+	purges  []*pb.PurgeDocs
+	// compact is at most one compaction batch; it applies after the
+	// batches of the group.
+	compact *compactBatch
+	// purgeLimit, when set, changes purged_infos_limit.
+	purgeLimit uint64
+	stats      *pb.ShardStats
+	// track collects the attachment digests written (compaction running);
+	// keep holds those collected by earlier groups of the compaction.
+	track bool
+	keep  map[string]bool
 }
 
 // applyResult is what a committed group gives back: per batch results, and
 // the meta the shard has after it.
 type applyResult struct {
 	results [][]*pb.DocResult
+	purged  []*pb.PurgeReply
 	meta    *pb.ShardMeta
+	stats   *pb.ShardStats
+	digests []string
 	err     error
 }
 
 // writer accumulates one group's writes, splitting into several badger
 // transactions when a group outgrows one (ErrTxnTooBig). Only the final
-// commit's success acknowledges anything.
+// commit's success acknowledges anything. It remembers the entries of the
+// open transaction so that a commit refused while badger blocks writes (a
+// DropPrefix: a database being deleted, the node flushing its memtables
+// before reclaiming space) is replayed in a new transaction: the shard is
+// the only writer of its keys, so the same writes a moment later are the
+// same commit.
 type writer struct {
-	db  *badger.DB
-	txn *badger.Txn
+	db      *badger.DB
+	txn     *badger.Txn
+	entries []wentry
+	// written estimates the bytes this group adds to badger (ShardStats).
+	written int64
+	// digests collects the attachment digests of the bodies written, when
+	// track is set (a compaction is running and will sweep attachments).
+	track   bool
+	digests []string
 }
+
+type wentry struct {
+	key, val []byte
+	meta     byte
+	del      bool
+}
+
+// entryOverhead approximates badger's per-entry bytes beyond key and value
+// (headers, value pointer, checksums) for the file size estimate.
+const entryOverhead = 32
 
 func (w *writer) set(key, val []byte) error { return w.setMeta(key, val, 0) }
 
 func (w *writer) setMeta(key, val []byte, meta byte) error {
-	e := badger.NewEntry(key, val).WithMeta(meta)
-	err := w.txn.SetEntry(e)
+	w.written += int64(len(key) + len(val) + entryOverhead)
+	return w.add(wentry{key: key, val: val, meta: meta})
+}
+
+func (w *writer) del(key []byte) error {
+	w.written += int64(len(key) + entryOverhead)
+	return w.add(wentry{key: key, del: true})
+}
+
+func (w *writer) put(e wentry) error {
+	if e.del {
+		return w.txn.Delete(e.key)
+	}
+	return w.txn.SetEntry(badger.NewEntry(e.key, e.val).WithMeta(e.meta))
+}
+
+func (w *writer) add(e wentry) error {
+	err := w.put(e)
 	if errors.Is(err, badger.ErrTxnTooBig) {
-		if err := w.txn.Commit(); err != nil {
+		if err := w.commit(); err != nil {
 			return err
 		}
 		w.txn = w.db.NewTransaction(true)
-		err = w.txn.SetEntry(badger.NewEntry(key, val).WithMeta(meta))
+		err = w.put(e)
+	}
+	if err == nil {
+		w.entries = append(w.entries, e)
 	}
 	return err
 }
 
-func (w *writer) del(key []byte) error {
-	err := w.txn.Delete(key)
-	if errors.Is(err, badger.ErrTxnTooBig) {
-		if err := w.txn.Commit(); err != nil {
-			return err
-		}
+// commit commits the open transaction, replaying it while badger blocks
+// writes.
+func (w *writer) commit() error {
+	err := w.txn.Commit()
+	for delay := time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 50*time.Millisecond) {
+		time.Sleep(delay)
 		w.txn = w.db.NewTransaction(true)
-		err = w.txn.Delete(key)
+		for _, e := range w.entries {
+			if err = w.put(e); err != nil {
+				return err
+			}
+		}
+		err = w.txn.Commit()
 	}
+	w.entries = w.entries[:0]
 	return err
 }
 
@@ -64,7 +126,11 @@ func (w *writer) del(key []byte) error {
 // because they go through the same transaction.
 func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 	meta = proto.Clone(meta).(*pb.ShardMeta)
-	w := &writer{db: s.db, txn: s.db.NewTransaction(true)}
+	stats := &pb.ShardStats{}
+	if g.stats != nil {
+		stats = proto.Clone(g.stats).(*pb.ShardStats)
+	}
+	w := &writer{db: s.db, txn: s.db.NewTransaction(true), track: g.track}
 	defer func() { w.txn.Discard() }()
 	res := applyResult{results: make([][]*pb.DocResult, len(g.batches))}
 	for bi, b := range g.batches {
@@ -81,18 +147,52 @@ func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 		}
 		res.results[bi] = out
 	}
+	for _, p := range g.purges {
+		r, err := s.applyPurge(w, meta, stats, p)
+		if err != nil {
+			res.err = fmt.Errorf("shard: purge: %w", err)
+			return res
+		}
+		res.purged = append(res.purged, r)
+	}
+	if g.purgeLimit > 0 {
+		stats.PurgedInfosLimit = g.purgeLimit
+		if err := s.trimPurgeInfos(w, meta, stats); err != nil {
+			res.err = fmt.Errorf("shard: purge infos: %w", err)
+			return res
+		}
+	}
+	if g.compact != nil {
+		if err := s.applyCompact(w, meta, stats, g.compact, g.keep); err != nil {
+			res.err = fmt.Errorf("shard: compact: %w", err)
+			return res
+		}
+	}
 	mb, err := proto.Marshal(meta)
 	if err == nil {
 		err = w.set(s.k.meta(), mb)
 	}
 	if err == nil {
-		err = w.txn.Commit()
+		stats.FileSize += w.written + 64 // the stats record itself
+		if g.compact != nil && g.compact.final {
+			// what the shard holds after compaction: its live records
+			stats.FileSize = meta.ActiveSize
+			stats.Compactions++
+			stats.LastCompactedUs = time.Now().UnixMicro()
+		}
+		var sb []byte
+		if sb, err = proto.Marshal(stats); err == nil {
+			err = w.set(s.k.stats(), sb)
+		}
+	}
+	if err == nil {
+		err = w.commit()
 	}
 	if err != nil {
 		res.err = fmt.Errorf("shard: commit: %w", err)
 		return res
 	}
-	res.meta = meta
+	res.meta, res.stats, res.digests = meta, stats, w.digests
 	return res
 }
 
@@ -125,8 +225,9 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: ErrBadRev}, nil
 		}
 		if revtree.Find(info, path[0]) >= 0 {
-			// a known rev: CouchDB silently keeps what it has
-			return nil, nil
+			// a known rev: CouchDB silently keeps what it has; it still
+			// counts as this copy's acknowledgement
+			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Rev: path[0].String()}, nil
 		}
 	}
 
@@ -206,6 +307,11 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		info.Nodes[li].BodySize = uint32(len(d.Body))
 	}
 	body := &pb.BodyRecord{Json: d.Body, Atts: atts}
+	if w.track {
+		for _, a := range atts {
+			w.digests = append(w.digests, a.Digest)
+		}
+	}
 	bb, err := proto.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -350,7 +456,7 @@ func (s *store) putLocal(m *pb.PutLocal) *pb.LocalReply {
 		}
 		n = uint64(pos)
 	}
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := Update(s.db, func(txn *badger.Txn) error {
 		if m.Deleted {
 			return txn.Delete(s.k.local(m.Id))
 		}

@@ -12,6 +12,8 @@ const (
 	kindLocal = 'l' // local/<docid>     -> LocalDoc
 	kindAtt   = 'a' // att/<digest>      -> raw bytes
 	kindMeta  = 'm' // meta              -> ShardMeta
+	kindStats = 'x' // stats             -> ShardStats
+	kindPurge = 'p' // purge/<u64 BE>    -> PurgeInfo
 )
 
 // Prefix is the key prefix of every record of the shard copy with handle h.
@@ -69,3 +71,15 @@ func (k keys) att(digest string) []byte {
 }
 
 func (k keys) meta() []byte { return k.kind(kindMeta, 0) }
+
+func (k keys) stats() []byte { return k.kind(kindStats, 0) }
+
+func (k keys) purge(s uint64) []byte {
+	return binary.BigEndian.AppendUint64(k.kind(kindPurge, 8), s)
+}
+
+func (k keys) purgePrefix() []byte { return k.kind(kindPurge, 0) }
+
+func (k keys) attPrefix() []byte { return k.kind(kindAtt, 0) }
+
+func (k keys) bodyPrefix() []byte { return k.kind(kindBody, 0) }

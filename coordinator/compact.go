@@ -1,0 +1,152 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/actors"
+	pb "github.com/settee/settee/proto"
+)
+
+// Compact asks every copy of every shard of db to compact. It returns true
+// when every copy was compacting already (the request changed nothing).
+func (c *Coordinator) Compact(ctx context.Context, db string) (alreadyRunning bool, err error) {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return false, err
+	}
+	var futures []*actor.Future
+	to := actors.Timeout(ctx)
+	for _, r := range ranges {
+		for _, cp := range r.Copies {
+			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.CompactShard{}, to))
+		}
+	}
+	already := true
+	for _, f := range futures {
+		r, err := actors.Await[*pb.CompactStarted](ctx, f)
+		if err != nil {
+			return false, fmt.Errorf("coordinator: compact: %w", err)
+		}
+		if r.Error != nil {
+			return false, r.Error
+		}
+		already = already && r.AlreadyRunning
+	}
+	return already, nil
+}
+
+// DiskInfo is a database's sizes and compaction state over its copies.
+type DiskInfo struct {
+	FileSize         int64 // bytes on disk, every copy on every node
+	CompactRunning   bool  // some copy is compacting
+	PurgedInfosLimit uint64
+}
+
+// DiskInfo asks every copy of db for its disk figures.
+func (c *Coordinator) DiskInfo(ctx context.Context, db string) (*DiskInfo, error) {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var futures []*actor.Future
+	to := actors.Timeout(ctx)
+	for _, r := range ranges {
+		for _, cp := range r.Copies {
+			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.GetDiskInfo{}, to))
+		}
+	}
+	out := &DiskInfo{}
+	for _, f := range futures {
+		r, err := actors.Await[*pb.DiskInfo](ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: disk info: %w", err)
+		}
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		out.FileSize += r.FileSize
+		out.CompactRunning = out.CompactRunning || r.CompactRunning
+		if out.PurgedInfosLimit == 0 {
+			out.PurgedInfosLimit = r.PurgedInfosLimit
+		}
+	}
+	return out, nil
+}
+
+// Purge removes leaf revisions for good on every copy of their shards. The
+// answer lists, per id in request order, the revs that were purged (as
+// the first copy of the range answered).
+func (c *Coordinator) Purge(ctx context.Context, db string, reqs []*pb.PurgeRequest) ([]*pb.PurgeResult, error) {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	per := make([][]int, len(ranges))
+	for i, r := range reqs {
+		k := RangeOf(ranges, r.Id)
+		per[k] = append(per[k], i)
+	}
+	out := make([]*pb.PurgeResult, len(reqs))
+	to := actors.Timeout(ctx)
+	type sent struct {
+		f     *actor.Future
+		rng   int
+		first bool
+	}
+	var futures []sent
+	for k, idx := range per {
+		if len(idx) == 0 {
+			continue
+		}
+		m := &pb.PurgeDocs{Docs: make([]*pb.PurgeRequest, len(idx))}
+		for j, i := range idx {
+			m.Docs[j] = reqs[i]
+		}
+		for ci, cp := range ranges[k].Copies {
+			futures = append(futures, sent{f: c.root.RequestFuture(c.pl.PID(cp), m, to), rng: k, first: ci == 0})
+		}
+	}
+	for _, s := range futures {
+		r, err := actors.Await[*pb.PurgeReply](ctx, s.f)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: purge: %w", err)
+		}
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		for j, i := range per[s.rng] {
+			if j < len(r.Results) && (s.first || out[i] == nil) {
+				out[i] = r.Results[j]
+			}
+		}
+	}
+	return out, nil
+}
+
+// SetPurgedInfosLimit sets purged_infos_limit on every copy of db.
+func (c *Coordinator) SetPurgedInfosLimit(ctx context.Context, db string, limit uint64) error {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return err
+	}
+	var futures []*actor.Future
+	to := actors.Timeout(ctx)
+	for _, r := range ranges {
+		for _, cp := range r.Copies {
+			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.SetPurgedInfosLimit{Limit: limit}, to))
+		}
+	}
+	for _, f := range futures {
+		r, err := actors.Await[*pb.PurgedInfosLimitReply](ctx, f)
+		if err != nil {
+			return fmt.Errorf("coordinator: purged_infos_limit: %w", err)
+		}
+		if r.Error != nil {
+			return r.Error
+		}
+	}
+	return nil
+}

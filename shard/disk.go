@@ -1,0 +1,249 @@
+package shard
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Disk is the node-wide side of storage that no single shard owns: the bytes
+// badger really holds on disk, how they are attributed to shards, and the
+// reclamation of garbage (LSM compaction and value-log GC), which badger
+// allows one at a time per instance. One Disk serves every shard of a node.
+//
+// sizes.file, and why it is computed this way: badger mixes every shard's
+// records in one LSM tree and one value log, so no file belongs to a
+// database. Each shard keeps an estimate of the bytes it holds, garbage
+// included (ShardStats.file_size: the bytes its commits wrote since its last
+// compaction, reset to its live bytes when it is compacted). The node
+// measures the real allocated bytes of the data directory (a readdir and
+// a stat per file, cached for a second) and gives each shard its share of
+// them in proportion to its estimate. The sum over databases is the real
+// disk usage, a database that was edited a lot carries the garbage it made
+// (which is what the auto-compactor looks for), and a db info request costs
+// no scan.
+type Disk struct {
+	db  *badger.DB
+	dir string
+	log *slog.Logger
+
+	estimates atomic.Int64 // sum of every live shard's estimate
+
+	sizeMu   sync.Mutex
+	sized    time.Time
+	lastSize int64
+
+	// gc runs one reclamation at a time; a request made while one runs
+	// is served by one more run after it (garbage made meanwhile).
+	gcMu      sync.Mutex
+	gcRunning bool
+	gcGen     uint64 // runs started
+	gcDone    uint64 // runs finished
+	gcCond    *sync.Cond
+
+	// use guards badger against Close while a compactor reads or a
+	// reclamation runs.
+	use    sync.RWMutex
+	closed bool
+
+	// DiscardRatio is the value-log GC threshold: a log file is rewritten
+	// when at least this share of it is garbage.
+	DiscardRatio float64
+}
+
+// NewDisk returns the disk accounting of badger db whose files are in dir.
+func NewDisk(db *badger.DB, dir string, log *slog.Logger) *Disk {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Disk{db: db, dir: dir, log: log, DiscardRatio: 0.5}
+	d.gcCond = sync.NewCond(&d.gcMu)
+	return d
+}
+
+// ErrClosed is returned by work that the node's shutdown interrupted.
+var ErrClosed = errors.New("shard: storage closed")
+
+// acquire holds badger open until release; false once Close was called.
+func (d *Disk) acquire() bool {
+	if d == nil {
+		return true
+	}
+	d.use.RLock()
+	if d.closed {
+		d.use.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (d *Disk) release() {
+	if d != nil {
+		d.use.RUnlock()
+	}
+}
+
+// Close waits for compactor reads and reclamations in progress and refuses
+// new ones; the node calls it before closing badger.
+func (d *Disk) Close() {
+	d.use.Lock()
+	d.closed = true
+	d.use.Unlock()
+}
+
+// DropPrefix is badger's DropPrefix, retried while another DropPrefix (a
+// database being deleted, a reclamation) blocks writes.
+func DropPrefix(db *badger.DB, prefix []byte) error {
+	err := db.DropPrefix(prefix)
+	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
+		time.Sleep(delay)
+		err = db.DropPrefix(prefix)
+	}
+	return err
+}
+
+// Update is badger's Update, retried while a DropPrefix blocks writes.
+func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
+	err := db.Update(fn)
+	for delay := time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 50*time.Millisecond) {
+		time.Sleep(delay)
+		err = db.Update(fn)
+	}
+	return err
+}
+
+// add moves the sum of estimates by delta (a shard starting, committing,
+// compacting or stopping).
+func (d *Disk) add(delta int64) {
+	if d != nil {
+		d.estimates.Add(delta)
+	}
+}
+
+// Allocated returns the bytes allocated on disk under the data directory
+// (st_blocks, so sparse preallocated files count for what they hold),
+// measured at most once a second.
+func (d *Disk) Allocated() int64 {
+	d.sizeMu.Lock()
+	defer d.sizeMu.Unlock()
+	if time.Since(d.sized) < time.Second {
+		return d.lastSize
+	}
+	d.lastSize = AllocatedBytes(d.dir)
+	d.sized = time.Now()
+	return d.lastSize
+}
+
+func (d *Disk) invalidate() {
+	d.sizeMu.Lock()
+	d.sized = time.Time{}
+	d.sizeMu.Unlock()
+}
+
+// share turns a shard's estimate into bytes on disk.
+func (d *Disk) share(estimate int64) int64 {
+	if d == nil || estimate <= 0 {
+		return max(estimate, 0)
+	}
+	total := d.estimates.Load()
+	if total <= 0 {
+		return 0
+	}
+	return int64(float64(d.Allocated()) * float64(estimate) / float64(total))
+}
+
+// AllocatedBytes sums the allocated size of every file under dir.
+func AllocatedBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// flushKey is written then dropped to make badger flush its memtables: the
+// only public way to do it while the database stays open.
+var flushKey = []byte{0, 0, 0, 0, 'F'}
+
+// Reclaim makes badger give back the space of deleted and overwritten
+// records: memtables are flushed (so that recent deletions reach the LSM
+// tree), the tree is compacted into one level (dropping shadowed versions
+// and counting the value-log bytes they pointed to), then value-log files
+// that are mostly garbage are rewritten until none is left. Calls are
+// serialised node-wide; a call made while a run is in progress waits for
+// the next run, which starts after it.
+func (d *Disk) Reclaim() error {
+	d.gcMu.Lock()
+	want := d.gcGen + 1 // the first run that starts after this call
+	for d.gcDone < want {
+		if !d.gcRunning && d.gcGen < want {
+			d.gcRunning = true
+			d.gcGen++
+			d.gcMu.Unlock()
+			err := d.reclaim()
+			d.gcMu.Lock()
+			d.gcRunning = false
+			d.gcDone = d.gcGen
+			d.gcCond.Broadcast()
+			if err != nil {
+				d.gcMu.Unlock()
+				return err
+			}
+			continue
+		}
+		d.gcCond.Wait()
+	}
+	d.gcMu.Unlock()
+	return nil
+}
+
+func (d *Disk) reclaim() error {
+	if !d.acquire() {
+		return ErrClosed
+	}
+	defer d.release()
+	defer d.invalidate()
+	start := time.Now()
+	if err := Update(d.db, func(txn *badger.Txn) error { return txn.Set(flushKey, nil) }); err != nil {
+		return err
+	}
+	if err := DropPrefix(d.db, flushKey); err != nil {
+		return err
+	}
+	if err := d.db.Flatten(2); err != nil {
+		return err
+	}
+	files := 0
+	for {
+		err := d.db.RunValueLogGC(d.DiscardRatio)
+		if err == nil {
+			files++
+			continue
+		}
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			break
+		}
+		return err
+	}
+	d.log.Info("storage reclaimed", "vlog_files_rewritten", files, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
