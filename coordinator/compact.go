@@ -41,6 +41,7 @@ func (c *Coordinator) Compact(ctx context.Context, db string) (alreadyRunning bo
 // DiskInfo is a database's sizes and compaction state over its copies.
 type DiskInfo struct {
 	FileSize         int64 // bytes on disk, every copy on every node
+	ActiveSize       int64 // live bytes, every copy
 	CompactRunning   bool  // some copy is compacting
 	PurgedInfosLimit uint64
 }
@@ -68,6 +69,7 @@ func (c *Coordinator) DiskInfo(ctx context.Context, db string) (*DiskInfo, error
 			return nil, r.Error
 		}
 		out.FileSize += r.FileSize
+		out.ActiveSize += r.ActiveSize
 		out.CompactRunning = out.CompactRunning || r.CompactRunning
 		if out.PurgedInfosLimit == 0 {
 			out.PurgedInfosLimit = r.PurgedInfosLimit

@@ -104,6 +104,9 @@ func (g *Gateway) handleNode(rq *req) error {
 	if rest[0] == "_nodes" {
 		return g.handleNodesDB(rq, rest[1:])
 	}
+	if rest[0] == "_config" {
+		return g.handleConfig(rq, rest[1:])
+	}
 	return errMissing
 }
 

@@ -3,8 +3,10 @@ package httpgw
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	pb "github.com/settee/settee/proto"
 )
@@ -174,4 +176,79 @@ func (g *Gateway) handlePurgedInfosLimit(rq *req, db string) error {
 		return g.writeJSON(rq, 200, okBody)
 	}
 	return methodNotAllowed("GET,HEAD,PUT")
+}
+
+// Settings is the node's runtime configuration shown and changed by
+// /_node/_local/_config: settee keeps only the auto-compaction ("smoosh")
+// section there.
+type Settings interface {
+	ConfigSections() []string
+	ConfigSection(section string) (map[string]string, bool)
+	// SetConfig changes a key and returns its old value.
+	SetConfig(section, key, value string) (old string, err error)
+}
+
+// ErrConfigReadOnly is returned by Settings.SetConfig for a section settee
+// does not let change at run time.
+var ErrConfigReadOnly = errors.New("httpgw: this config section cannot be changed")
+
+// handleConfig serves GET /_node/_local/_config[/section[/key]] and PUT of a
+// key with a JSON string body, answering the old value (CouchDB's shapes).
+func (g *Gateway) handleConfig(rq *req, rest []string) error {
+	st := g.cfg.Settings
+	if st == nil {
+		return errMissing
+	}
+	for len(rest) > 0 && rest[len(rest)-1] == "" {
+		rest = rest[:len(rest)-1]
+	}
+	switch len(rest) {
+	case 0:
+		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+			return methodNotAllowed("GET,HEAD")
+		}
+		all := map[string]map[string]string{}
+		for _, s := range st.ConfigSections() {
+			all[s], _ = st.ConfigSection(s)
+		}
+		return g.writeJSON(rq, 200, all)
+	case 1:
+		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+			return methodNotAllowed("GET,HEAD")
+		}
+		sec, ok := st.ConfigSection(rest[0])
+		if !ok {
+			sec = map[string]string{}
+		}
+		return g.writeJSON(rq, 200, sec)
+	case 2:
+		switch rq.r.Method {
+		case http.MethodGet, http.MethodHead:
+			sec, _ := st.ConfigSection(rest[0])
+			v, ok := sec[rest[1]]
+			if !ok {
+				return newErr(404, "not_found", "unknown_config_value")
+			}
+			return g.writeJSON(rq, 200, v)
+		case http.MethodPut:
+			b, err := readBody(rq, 64<<10)
+			if err != nil {
+				return err
+			}
+			var v string
+			if err := json.Unmarshal(b, &v); err != nil {
+				return badRequest("config value must be a JSON string")
+			}
+			old, err := st.SetConfig(rest[0], rest[1], v)
+			if errors.Is(err, ErrConfigReadOnly) {
+				return badRequest("settee's _config holds the " + strings.Join(st.ConfigSections(), ", ") + " section only")
+			}
+			if err != nil {
+				return badRequest(err.Error())
+			}
+			return g.writeJSON(rq, 200, old)
+		}
+		return methodNotAllowed("GET,HEAD,PUT")
+	}
+	return errMissing
 }

@@ -332,3 +332,48 @@ func TestPurge(t *testing.T) {
 	mustCall(t, s, 400, "POST", "/pu/_purge", `[1]`, nil)
 	mustCall(t, s, 404, "POST", "/nosuch/_purge", `{}`, nil)
 }
+
+func TestAutoCompaction(t *testing.T) {
+	s := testserver.Start(t, smallVlog)
+	var cfg map[string]string
+	mustCall(t, s, 200, "GET", "/_node/_local/_config/smoosh", nil, &cfg)
+	if cfg["threshold"] != "2.0" || cfg["enabled"] != "true" {
+		t.Fatalf("smoosh defaults: %v", cfg)
+	}
+	mustCall(t, s, 201, "PUT", "/auto", nil, nil)
+	editMany(t, s, "auto", 50, 30, 3000)
+	before := dbInfo(t, s, "auto").Sizes
+	if before.File < 2*before.Active {
+		t.Fatalf("edited db not over the threshold: %+v", before)
+	}
+	var old string
+	mustCall(t, s, 200, "PUT", "/_node/_local/_config/smoosh/check_interval", `"0.2"`, &old)
+	if old != "60" {
+		t.Errorf("PUT answered old value %q, want \"60\"", old)
+	}
+	mustCall(t, s, 400, "PUT", "/_node/_local/_config/smoosh/threshold", `"0.5"`, nil)
+	mustCall(t, s, 400, "PUT", "/_node/_local/_config/smoosh/min_file_size", `1024`, nil)
+	mustCall(t, s, 400, "PUT", "/_node/_local/_config/couchdb/max_dbs_open", `"10"`, nil)
+	mustCall(t, s, 404, "GET", "/_node/_local/_config/smoosh/nope", nil, nil)
+	// lowering the minimum size makes the daemon look at once
+	mustCall(t, s, 200, "PUT", "/_node/_local/_config/smoosh/min_file_size", `"1024"`, &old)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		after := dbInfo(t, s, "auto")
+		if !after.CompactRunning && after.Sizes.File < 2*after.Sizes.Active {
+			t.Logf("auto-compacted: sizes %+v -> %+v", before, after.Sizes)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no auto-compaction in 30s: sizes %+v", after.Sizes)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// settings survive a restart
+	s.Restart(t)
+	var v string
+	mustCall(t, s, 200, "GET", "/_node/_local/_config/smoosh/min_file_size", nil, &v)
+	if v != "1024" {
+		t.Errorf("min_file_size after restart: %q", v)
+	}
+}

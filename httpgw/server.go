@@ -43,6 +43,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Tasks is the node's active task registry (GET /_active_tasks).
 	Tasks *tasks.Registry
+	// Settings is the node's runtime configuration (/_node/_local/_config).
+	Settings Settings
 	// Cluster is the node's membership; nil on a node built without it.
 	Cluster Cluster
 }

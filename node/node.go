@@ -18,6 +18,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/shard"
+	"github.com/settee/settee/smoosh"
 	"github.com/settee/settee/tasks"
 )
 
@@ -41,6 +42,8 @@ type Node struct {
 	cl    *cluster // nil on a single node
 	tasks *tasks.Registry
 	disk  *shard.Disk
+	// smoosh compacts databases by itself (smoosh.go)
+	smoosh *smoosh.Daemon
 
 	closeOnce sync.Once
 	closeErr  error
@@ -104,9 +107,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startCluster(ctx, cfg.Cluster, cfg.HTTPAddr); err != nil {
 		return fail(err)
 	}
+	if err := n.startSmoosh(); err != nil {
+		return fail(err)
+	}
 	gw, err := httpgw.New(httpgw.Config{
 		Cluster:         n,
 		Tasks:           n.tasks,
+		Settings:        n,
 		Coordinator:     n.coord,
 		Databases:       n,
 		Admin:           admin,
@@ -152,6 +159,7 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
 		}
 		n.stopCluster()
+		n.smoosh.Stop()
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		n.disk.Close()

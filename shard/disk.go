@@ -22,13 +22,19 @@ import (
 // records in one LSM tree and one value log, so no file belongs to a
 // database. Each shard keeps an estimate of the bytes it holds, garbage
 // included (ShardStats.file_size: the bytes its commits wrote since its last
-// compaction, reset to its live bytes when it is compacted). The node
-// measures the real allocated bytes of the data directory (a readdir and
-// a stat per file, cached for a second) and gives each shard its share of
-// them in proportion to its estimate. The sum over databases is the real
-// disk usage, a database that was edited a lot carries the garbage it made
-// (which is what the auto-compactor looks for), and a db info request costs
-// no scan.
+// compaction, reset to its live bytes when it is compacted), updated at
+// commit time, so a db info request costs no scan. The node measures the
+// real allocated bytes of the data directory (a readdir and a stat per
+// file, cached for a second). A shard's file size is its estimate, scaled
+// down when the estimates add up to more than the disk holds (badger's own
+// compactions reclaimed some garbage already). It is not scaled up: what
+// the disk holds beyond the estimates is the node's fixed overhead (the
+// value-log file being written, memtable logs, manifests), which belongs to
+// no database; spreading it would make every small database look
+// compactable forever. So a database edited a lot carries the garbage it
+// made (what the auto-compactor looks for), one just compacted shows
+// file ≈ active, and the sum over databases never exceeds the real disk
+// usage.
 type Disk struct {
 	db  *badger.DB
 	dir string
@@ -147,16 +153,17 @@ func (d *Disk) invalidate() {
 	d.sizeMu.Unlock()
 }
 
-// share turns a shard's estimate into bytes on disk.
+// share turns a shard's estimate into bytes on disk (see Disk).
 func (d *Disk) share(estimate int64) int64 {
 	if d == nil || estimate <= 0 {
 		return max(estimate, 0)
 	}
 	total := d.estimates.Load()
-	if total <= 0 {
-		return 0
+	disk := d.Allocated()
+	if total <= disk {
+		return estimate
 	}
-	return int64(float64(d.Allocated()) * float64(estimate) / float64(total))
+	return int64(float64(disk) * float64(estimate) / float64(total))
 }
 
 // AllocatedBytes sums the allocated size of every file under dir.

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/shard"
+	"github.com/settee/settee/smoosh"
+)
+
+// Settings are stored under node keys <0000>'C'<section>/<key>.
+func keyConfig(section, key string) []byte {
+	return append([]byte{0, 0, 0, 0, 'C'}, section+"/"+key...)
+}
+
+// startSmoosh starts the auto-compactor with the settings stored in badger.
+func (n *Node) startSmoosh() error {
+	stored := map[string]string{}
+	prefix := keyConfig(smoosh.Section, "")
+	err := n.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			stored[string(it.Item().Key()[len(prefix):])] = string(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	save := func(key, value string) error {
+		return shard.Update(n.db, func(txn *badger.Txn) error { return txn.Set(keyConfig(smoosh.Section, key), []byte(value)) })
+	}
+	n.smoosh = smoosh.New(smooshTarget{n}, stored, save, n.log)
+	n.smoosh.Start()
+	return nil
+}
+
+// smooshTarget is the node as smoosh sees it.
+type smooshTarget struct{ n *Node }
+
+func (t smooshTarget) AllDBs(context.Context) []string { return t.n.cat.List() }
+
+func (t smooshTarget) Sizes(ctx context.Context, db string) (smoosh.Sizes, error) {
+	d, err := t.n.coord.DiskInfo(ctx, db)
+	if err != nil {
+		return smoosh.Sizes{}, err
+	}
+	return smoosh.Sizes{File: d.FileSize, Active: d.ActiveSize, CompactRunning: d.CompactRunning}, nil
+}
+
+func (t smooshTarget) Compact(ctx context.Context, db string) error {
+	_, err := t.n.coord.Compact(ctx, db)
+	return err
+}
+
+// ConfigSection implements httpgw.Settings: the node's _config holds the
+// smoosh section only.
+func (n *Node) ConfigSection(section string) (map[string]string, bool) {
+	if section != smoosh.Section || n.smoosh == nil {
+		return nil, false
+	}
+	return n.smoosh.Settings(), true
+}
+
+// ConfigSections implements httpgw.Settings.
+func (n *Node) ConfigSections() []string { return []string{smoosh.Section} }
+
+// SetConfig implements httpgw.Settings.
+func (n *Node) SetConfig(section, key, value string) (string, error) {
+	if section != smoosh.Section || n.smoosh == nil {
+		return "", httpgw.ErrConfigReadOnly
+	}
+	return n.smoosh.Set(key, value)
+}
