@@ -43,6 +43,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Tasks is the node's active task registry (GET /_active_tasks).
 	Tasks *tasks.Registry
+	// Replicator serves /_replicate and /_scheduler (nil: 503).
+	Replicator Replicator
 	// Settings is the node's runtime configuration (/_node/_local/_config).
 	Settings Settings
 	// Cluster is the node's membership; nil on a node built without it.
@@ -174,6 +176,10 @@ func (g *Gateway) route(rq *req) error {
 			return g.handleActiveTasks(rq)
 		case "_membership":
 			return g.handleMembership(rq)
+		case "_replicate":
+			return g.handleReplicate(rq)
+		case "_scheduler":
+			return g.handleScheduler(rq)
 		case "_cluster_setup":
 			return g.handleClusterSetup(rq)
 		case "_node":

@@ -17,6 +17,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
 	"github.com/settee/settee/tasks"
@@ -41,6 +42,7 @@ type Node struct {
 	uuid  string
 	cl    *cluster // nil on a single node
 	tasks *tasks.Registry
+	rep   *replicator.Scheduler
 	disk  *shard.Disk
 	// smoosh compacts databases by itself (smoosh.go)
 	smoosh *smoosh.Daemon
@@ -110,7 +112,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startSmoosh(); err != nil {
 		return fail(err)
 	}
+	n.startReplicator()
 	gw, err := httpgw.New(httpgw.Config{
+		Replicator:      n.rep,
 		Cluster:         n,
 		Tasks:           n.tasks,
 		Settings:        n,
@@ -160,6 +164,7 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		n.stopCluster()
 		n.smoosh.Stop()
+		n.rep.Close()
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		n.disk.Close()

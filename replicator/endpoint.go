@@ -1,0 +1,72 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// ErrNotFound is returned by an endpoint for a missing database or doc.
+var ErrNotFound = errors.New("replicator: not found")
+
+// DBInfo is what the replicator needs of GET /db.
+type DBInfo struct {
+	UpdateSeq         string // raw JSON
+	InstanceStartTime string
+}
+
+// ChangesQuery asks an endpoint for one page of _changes, style=all_docs.
+type ChangesQuery struct {
+	Since string // raw JSON seq ("" or "0": from the start)
+	Limit int
+	// DocIDs filters by doc id (filter=_doc_ids).
+	DocIDs []string
+	// Wait: when there is nothing after Since, wait up to Timeout for a
+	// change (longpoll) before answering an empty page.
+	Wait    bool
+	Timeout int // milliseconds
+}
+
+// ChangesPage is one page of changes.
+type ChangesPage struct {
+	Rows    []*pb.RepChange
+	LastSeq string // raw JSON
+	Pending uint64
+}
+
+// RevDiff is one doc's answer in _revs_diff.
+type RevDiff struct {
+	Missing   []string `json:"missing"`
+	Ancestors []string `json:"possible_ancestors,omitempty"`
+}
+
+// FetchItem names a rev to fetch (bulk_get item); AttsSince are revs the
+// target already has, whose attachments need not be sent.
+type FetchItem struct {
+	ID        string
+	Rev       string
+	AttsSince []string
+}
+
+// Endpoint is one side of a replication: another server over HTTP, or a
+// database of this node reached through the coordinator.
+type Endpoint interface {
+	// Name is the endpoint as shown to users (no credentials).
+	Name() string
+	Info(ctx context.Context) (*DBInfo, error)
+	Create(ctx context.Context) error
+	Changes(ctx context.Context, q ChangesQuery) (*ChangesPage, error)
+	RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error)
+	// Fetch reads revisions with their _revisions (latest=true) and calls
+	// emit for each one found, as JSON ready for _bulk_docs
+	// new_edits=false. A rev the source no longer has is skipped.
+	Fetch(ctx context.Context, items []FetchItem, emit func(id string, doc []byte)) error
+	// BulkDocs writes docs with new_edits=false and returns how many the
+	// target refused.
+	BulkDocs(ctx context.Context, docs [][]byte) (failures int, err error)
+	// GetLocal reads a _local doc's JSON (nil, nil when missing).
+	GetLocal(ctx context.Context, id string) ([]byte, error)
+	PutLocal(ctx context.Context, id string, body []byte) error
+	Close()
+}

@@ -1,0 +1,335 @@
+package replicator
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// CreateFunc creates a database of this node (node.CreateDB); an existing
+// database is not an error for the replicator.
+type CreateFunc func(ctx context.Context, name string) error
+
+// LocalEndpoint is a database of this node reached through the
+// coordinator: no HTTP, no loopback socket. Docs still travel as JSON
+// between fetch and write, so one pipeline serves both kinds of endpoint.
+type LocalEndpoint struct {
+	db     string
+	c      *coordinator.Coordinator
+	create CreateFunc
+}
+
+// NewLocalEndpoint returns the endpoint for database db.
+func NewLocalEndpoint(c *coordinator.Coordinator, db string, create CreateFunc) *LocalEndpoint {
+	return &LocalEndpoint{db: db, c: c, create: create}
+}
+
+func (e *LocalEndpoint) Name() string { return e.db }
+func (e *LocalEndpoint) Close()       {}
+
+func (e *LocalEndpoint) wrap(err error) error {
+	var pe *pb.Error
+	if errors.Is(err, coordinator.ErrDBNotFound) || (errors.As(err, &pe) && pe.Code == "not_found") {
+		return fmt.Errorf("%w: database %s: %w", ErrNotFound, e.db, err)
+	}
+	return err
+}
+
+func (e *LocalEndpoint) Info(ctx context.Context) (*DBInfo, error) {
+	info, err := e.c.DBInfo(ctx, e.db)
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	return &DBInfo{UpdateSeq: strconv.Quote(info.UpdateSeq), InstanceStartTime: strconv.FormatInt(info.Record.CreatedUs, 10)}, nil
+}
+
+func (e *LocalEndpoint) Create(ctx context.Context) error {
+	if e.create == nil {
+		return errors.New("replicator: cannot create local databases")
+	}
+	return e.create(ctx, e.db)
+}
+
+func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPage, error) {
+	since := seqParam(q.Since)
+	cq := coordinator.ChangesQuery{Since: since, Limit: q.Limit}
+	if q.Limit <= 0 {
+		cq.Limit = -1
+	}
+	if q.DocIDs != nil {
+		ids := make(map[string]bool, len(q.DocIDs))
+		for _, id := range q.DocIDs {
+			ids[id] = true
+		}
+		cq.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	}
+	p := &ChangesPage{}
+	read := func() error {
+		last, err := e.c.Changes(ctx, e.db, cq, func(r *coordinator.ChangeRow) error {
+			ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted, Seq: strconv.Quote(r.Seq)}
+			for _, l := range revtree.Leaves(r.Info) {
+				ch.Revs = append(ch.Revs, l.Rev.String())
+			}
+			p.Rows = append(p.Rows, ch)
+			return nil
+		})
+		if err != nil {
+			return e.wrap(err)
+		}
+		p.LastSeq = strconv.Quote(last)
+		return nil
+	}
+	if err := read(); err != nil {
+		return nil, err
+	}
+	if len(p.Rows) == 0 && q.Wait {
+		got, err := e.c.Wait(ctx, e.db, seqParam(p.LastSeq), time.Duration(max(q.Timeout, 1))*time.Millisecond)
+		if err != nil {
+			return nil, e.wrap(err)
+		}
+		if got {
+			cq.Since = seqParam(p.LastSeq)
+			if err := read(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if q.Limit > 0 && len(p.Rows) >= q.Limit {
+		if n, err := e.c.PendingAfter(ctx, e.db, seqParam(p.LastSeq)); err == nil {
+			p.Pending = n
+		}
+	}
+	return p, nil
+}
+
+func (e *LocalEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error) {
+	ids := make([]string, 0, len(revs))
+	for id := range revs {
+		ids = append(ids, id)
+	}
+	infos, err := e.c.GetDocInfos(ctx, e.db, ids)
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	out := map[string]RevDiff{}
+	for i, id := range ids {
+		var d RevDiff
+		var maxPos uint64
+		for _, s := range revs[id] {
+			r, err := revtree.ParseRev(s)
+			if err != nil {
+				return nil, fmt.Errorf("replicator: bad rev %q of %q", s, id)
+			}
+			if infos[i] == nil || revtree.Find(infos[i], r) < 0 {
+				d.Missing = append(d.Missing, s)
+				maxPos = max(maxPos, r.Pos)
+			}
+		}
+		if len(d.Missing) == 0 {
+			continue
+		}
+		if infos[i] != nil {
+			for _, l := range revtree.Leaves(infos[i]) {
+				if l.Rev.Pos < maxPos {
+					d.Ancestors = append(d.Ancestors, l.Rev.String())
+				}
+			}
+		}
+		out[id] = d
+	}
+	return out, nil
+}
+
+func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(string, []byte)) error {
+	for _, it := range items {
+		r, err := e.c.GetDoc(ctx, e.db, &pb.GetDoc{Id: it.ID, Revs: []string{it.Rev}, Latest: true, WithAttsData: true})
+		if err != nil {
+			if errors.Is(e.wrap(err), ErrNotFound) {
+				continue
+			}
+			return err
+		}
+		if r.Info == nil {
+			continue
+		}
+		since := uint64(0)
+		for _, s := range it.AttsSince {
+			if a, err := revtree.ParseRev(s); err == nil {
+				since = max(since, a.Pos)
+			}
+		}
+		for _, b := range r.Bodies {
+			if b.Missing {
+				continue
+			}
+			emit(it.ID, renderRev(nil, it.ID, r.Info, b, since))
+		}
+	}
+	return nil
+}
+
+// renderRev writes a revision as _bulk_docs new_edits=false wants it:
+// body, _deleted, _revisions, and attachments inline when newer than since
+// (stubs otherwise: the target has them).
+func renderRev(dst []byte, id string, info *pb.FullDocInfo, b *pb.RevBody, since uint64) []byte {
+	dst = append(dst, `{"_id":`...)
+	dst = docjson.AppendString(dst, id)
+	dst = append(dst, `,"_rev":`...)
+	dst = docjson.AppendString(dst, b.Rev)
+	if len(b.Json) > 2 {
+		dst = append(dst, ',')
+		dst = append(dst, b.Json[1:len(b.Json)-1]...)
+	}
+	if b.Deleted {
+		dst = append(dst, `,"_deleted":true`...)
+	}
+	if r, err := revtree.ParseRev(b.Rev); err == nil {
+		if idx := revtree.Find(info, r); idx >= 0 {
+			path := revtree.Path(info, idx)
+			dst = append(dst, `,"_revisions":{"start":`...)
+			dst = strconv.AppendUint(dst, path[0].Pos, 10)
+			dst = append(dst, `,"ids":[`...)
+			for i, p := range path {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = docjson.AppendString(dst, p.Hash)
+			}
+			dst = append(dst, "]}"...)
+		}
+	}
+	if len(b.Atts) > 0 {
+		dst = append(dst, `,"_attachments":{`...)
+		for i, a := range b.Atts {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = docjson.AppendString(dst, a.Name)
+			dst = append(dst, `:{"content_type":`...)
+			dst = docjson.AppendString(dst, a.ContentType)
+			dst = append(dst, `,"revpos":`...)
+			dst = strconv.AppendUint(dst, a.Revpos, 10)
+			dst = append(dst, `,"digest":`...)
+			dst = docjson.AppendString(dst, a.Digest)
+			if a.Revpos > since && i < len(b.AttData) {
+				dst = append(dst, `,"data":"`...)
+				dst = base64.StdEncoding.AppendEncode(dst, b.AttData[i])
+				dst = append(dst, '"')
+			} else {
+				dst = append(dst, `,"length":`...)
+				dst = strconv.AppendUint(dst, a.Length, 10)
+				dst = append(dst, `,"stub":true`...)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+func (e *LocalEndpoint) BulkDocs(ctx context.Context, docs [][]byte) (int, error) {
+	ups := make([]*pb.DocUpdate, 0, len(docs))
+	failures := 0
+	for _, raw := range docs {
+		u, err := parseRepDoc(uint32(len(ups)), raw)
+		if err != nil {
+			failures++
+			continue
+		}
+		ups = append(ups, u)
+	}
+	out, err := e.c.UpdateDocs(ctx, e.db, ups, false, 0)
+	if err != nil {
+		return 0, e.wrap(err)
+	}
+	for _, o := range out {
+		if o.Err != nil {
+			failures++
+		}
+	}
+	return failures, nil
+}
+
+// parseRepDoc turns a fetched revision into a shard update.
+func parseRepDoc(tag uint32, raw []byte) (*pb.DocUpdate, error) {
+	d, err := docjson.ParseDoc(raw)
+	if err != nil {
+		return nil, err
+	}
+	if !d.HasID || d.ID == "" {
+		return nil, errors.New("replicator: doc without _id")
+	}
+	u := &pb.DocUpdate{Tag: tag, Id: d.ID, Body: d.Body, Rev: d.Rev, Deleted: d.Deleted, HasAtts: d.HasAttachments}
+	if d.Revisions != nil {
+		u.Revisions = &pb.Revisions{Start: d.Revisions.Start, Ids: d.Revisions.IDs}
+	}
+	if d.HasAttachments && len(d.Attachments) > 2 {
+		var m map[string]struct {
+			ContentType string  `json:"content_type"`
+			Data        *string `json:"data"`
+			Stub        bool    `json:"stub"`
+			Revpos      uint64  `json:"revpos"`
+		}
+		if err := json.Unmarshal(d.Attachments, &m); err != nil {
+			return nil, err
+		}
+		for name, a := range m {
+			switch {
+			case a.Stub:
+				u.Atts = append(u.Atts, &pb.Att{Name: name, Stub: true, Revpos: a.Revpos})
+			case a.Data != nil:
+				data, err := base64.StdEncoding.DecodeString(*a.Data)
+				if err != nil {
+					return nil, err
+				}
+				sum := md5.Sum(data)
+				u.Atts = append(u.Atts, &pb.Att{Name: name, ContentType: a.ContentType, Data: data,
+					Digest: "md5-" + base64.StdEncoding.EncodeToString(sum[:]), Length: uint64(len(data)), Revpos: a.Revpos})
+			default:
+				return nil, fmt.Errorf("replicator: attachment %q has neither data nor stub", name)
+			}
+		}
+		for i := 1; i < len(u.Atts); i++ {
+			for j := i; j > 0 && u.Atts[j].Name < u.Atts[j-1].Name; j-- {
+				u.Atts[j], u.Atts[j-1] = u.Atts[j-1], u.Atts[j]
+			}
+		}
+	}
+	return u, nil
+}
+
+func (e *LocalEndpoint) GetLocal(ctx context.Context, id string) ([]byte, error) {
+	d, err := e.c.GetLocal(ctx, e.db, "_local/"+id)
+	if err != nil {
+		if errors.Is(e.wrap(err), ErrNotFound) {
+			if _, ierr := e.c.DBInfo(ctx, e.db); ierr != nil {
+				return nil, e.wrap(ierr)
+			}
+			return nil, nil
+		}
+		return nil, err
+	}
+	return d.Json, nil
+}
+
+func (e *LocalEndpoint) PutLocal(ctx context.Context, id string, body []byte) error {
+	d, err := docjson.ParseDoc(body)
+	if err != nil {
+		return err
+	}
+	_, err = e.c.PutLocal(ctx, e.db, &pb.PutLocal{Id: "_local/" + id, Json: d.Body})
+	return e.wrap(err)
+}
+
+var _ = strings.HasPrefix

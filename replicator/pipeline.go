@@ -1,0 +1,202 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// fetchChunk is how many revs one _bulk_get asks for.
+const fetchChunk = 100
+
+// reader reads the source's changes a page at a time and hands each page
+// to the job as a request; it reads the next page only when the job acks
+// (the job acks while its queue of batches is short).
+type reader struct {
+	job       *actor.PID
+	cfg       *jobConfig
+	since     string
+	limit     int
+	caughtUp  bool
+	heartbeat int
+}
+
+func (r *reader) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started, *pb.RepAck:
+		ctx.Send(ctx.Self(), readNext{})
+	case readNext:
+		r.read(ctx)
+	}
+}
+
+func (r *reader) read(ctx actor.Context) {
+	c := r.cfg.ctx
+	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs}
+	if r.cfg.rep.Continuous && r.caughtUp {
+		q.Wait, q.Timeout = true, 10000
+	}
+	p, err := r.cfg.source.Changes(c, q)
+	if c.Err() != nil {
+		return
+	}
+	if err != nil {
+		ctx.Request(r.job, &pb.RepChangesPage{Error: &pb.Error{Code: "changes", Reason: err.Error()}})
+		return
+	}
+	if p.LastSeq == "" || p.LastSeq == "null" {
+		if n := len(p.Rows); n > 0 {
+			p.LastSeq = p.Rows[n-1].Seq
+		} else {
+			p.LastSeq = r.since
+		}
+	}
+	full := r.limit > 0 && len(p.Rows) >= r.limit
+	r.caughtUp = !full
+	page := &pb.RepChangesPage{Changes: p.Rows, LastSeq: p.LastSeq, Pending: p.Pending,
+		Done: !r.cfg.rep.Continuous && !full}
+	r.since = p.LastSeq
+	ctx.Request(r.job, page)
+	if r.cfg.rep.Continuous && len(p.Rows) == 0 {
+		// nothing new: the job acks at once, the next read long-polls
+		return
+	}
+}
+
+// worker takes a batch of changes, asks the target which revs it lacks,
+// fetches those from the source and casts each doc into its batcher; at
+// the end of the round it sends one flush request and reports the batch
+// when the batcher answers (seed 001: no call per doc).
+type worker struct {
+	job     *actor.PID
+	batcher *actor.PID
+	cfg     *jobConfig
+	cur     *pb.RepChangeBatch
+	stats   *pb.RepStats
+}
+
+func (w *worker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.RepChangeBatch:
+		w.cur = m
+		w.stats = &pb.RepStats{}
+		if err := w.round(ctx, m); err != nil {
+			if w.cfg.ctx.Err() != nil {
+				return
+			}
+			ctx.Send(w.job, &pb.RepBatchDone{Ordinal: m.Ordinal, Error: &pb.Error{Code: "worker", Reason: err.Error()}})
+			return
+		}
+		ctx.Request(w.batcher, &pb.RepFlush{})
+	case *pb.RepFlushReply:
+		if w.cur == nil {
+			return
+		}
+		done := &pb.RepBatchDone{Ordinal: w.cur.Ordinal}
+		if m.Error != nil {
+			done.Error = m.Error
+		} else {
+			w.stats.DocsWritten = m.DocsWritten
+			w.stats.DocWriteFailures = m.DocWriteFailures
+			done.Stats = w.stats
+		}
+		w.cur = nil
+		ctx.Send(w.job, done)
+	}
+}
+
+func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch) error {
+	c := w.cfg.ctx
+	revs := make(map[string][]string, len(b.Changes))
+	for _, ch := range b.Changes {
+		revs[ch.Id] = append(revs[ch.Id], ch.Revs...)
+		w.stats.MissingChecked += uint64(len(ch.Revs))
+	}
+	diff, err := w.cfg.target.RevsDiff(c, revs)
+	if err != nil {
+		return errors.Join(errors.New("target _revs_diff"), err)
+	}
+	var items []FetchItem
+	for _, ch := range b.Changes {
+		d, ok := diff[ch.Id]
+		if !ok {
+			continue
+		}
+		delete(diff, ch.Id) // an id twice in a batch is fetched once
+		for _, rev := range d.Missing {
+			items = append(items, FetchItem{ID: ch.Id, Rev: rev, AttsSince: d.Ancestors})
+		}
+	}
+	w.stats.MissingFound = uint64(len(items))
+	sel := w.cfg.rep.selector
+	emit := func(id string, doc []byte) {
+		if sel != nil && !sel.MatchJSON(doc) {
+			return
+		}
+		w.stats.DocsRead++
+		ctx.Send(w.batcher, &pb.RepDoc{Id: id, Json: doc})
+	}
+	for len(items) > 0 {
+		n := min(fetchChunk, len(items))
+		if err := w.cfg.source.Fetch(c, items[:n], emit); err != nil {
+			return errors.Join(errors.New("source fetch"), err)
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
+// batcher collects the docs its worker casts and writes them with
+// _bulk_docs new_edits=false at worker_batch_size docs or 4 MB, and on
+// flush. A write error is held and answered to the next flush, so nothing
+// that failed is counted as written.
+type batcher struct {
+	target   Endpoint
+	ctx      context.Context
+	size     int
+	docs     [][]byte
+	bytes    int
+	written  uint64
+	failures uint64
+	err      error
+}
+
+func (b *batcher) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.RepDoc:
+		b.docs = append(b.docs, m.Json)
+		b.bytes += len(m.Json)
+		if len(b.docs) >= b.size || b.bytes >= maxBatchBytes {
+			b.write()
+		}
+	case *pb.RepFlush:
+		b.write()
+		r := &pb.RepFlushReply{DocsWritten: b.written, DocWriteFailures: b.failures}
+		if b.err != nil {
+			r.Error = &pb.Error{Code: "write", Reason: "target _bulk_docs: " + b.err.Error()}
+		}
+		b.written, b.failures, b.err = 0, 0, nil
+		ctx.Respond(r)
+	}
+}
+
+func (b *batcher) write() {
+	if len(b.docs) == 0 {
+		return
+	}
+	docs := b.docs
+	b.docs, b.bytes = nil, 0
+	if b.err != nil {
+		return
+	}
+	failed, err := b.target.BulkDocs(b.ctx, docs)
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.failures += uint64(failed)
+	b.written += uint64(len(docs) - failed)
+}

@@ -1,0 +1,614 @@
+package replicator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/coordinator"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/tasks"
+)
+
+// ReplicatorDB is the database whose docs describe replications.
+const ReplicatorDB = "_replicator"
+
+// Config wires a scheduler to its node.
+type Config struct {
+	System     *actor.ActorSystem
+	Coord      *coordinator.Coordinator
+	Create     CreateFunc
+	ServerUUID string
+	NodeName   string
+	Tasks      *tasks.Registry
+	Log        *slog.Logger
+	// MaxJobs caps running jobs (CouchDB's max_jobs, 500); the rest wait
+	// as pending and are rotated in every Interval (max_churn at a time).
+	MaxJobs  int
+	MaxChurn int
+	Interval time.Duration
+	// RetryBase is the first retry delay of a crashed job; each further
+	// consecutive crash doubles it, up to RetryMax.
+	RetryBase time.Duration
+	RetryMax  time.Duration
+}
+
+// Scheduler runs replication jobs: those of _replicator docs, watched by
+// its actor, and transient ones from POST /_replicate.
+type Scheduler struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	pid    *actor.PID
+
+	mu         sync.Mutex
+	byID       map[string]*entry // by full replication id
+	byDoc      map[string]*entry // _replicator docs, by doc id
+	lastRotate time.Time
+}
+
+// entry is one replication the scheduler knows.
+type entry struct {
+	repID, baseID string
+	rep           *Rep
+	docID         string // "" for a transient job
+	docRev        string
+	docBody       []byte
+	state         string
+	errMsg        string
+	errCount      int
+	nextStart     time.Time
+	startTime     time.Time
+	runSince      time.Time
+	lastUpdated   time.Time
+	stats         *pb.RepStats
+	ckptSeq       string
+	events        []map[string]any
+	gen           int
+	pid           *actor.PID
+	stop          context.CancelFunc
+	waiters       []chan JobEvent
+}
+
+// Start starts the scheduler and its _replicator watcher.
+func Start(cfg Config) *Scheduler {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.MaxJobs <= 0 {
+		cfg.MaxJobs = 500
+	}
+	if cfg.MaxChurn <= 0 {
+		cfg.MaxChurn = 20
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 60 * time.Second
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 2 * time.Second
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 10 * time.Minute
+	}
+	s := &Scheduler{cfg: cfg, byID: map[string]*entry{}, byDoc: map[string]*entry{}, lastRotate: time.Now()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.pid = cfg.System.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &watcher{s: s} }))
+	return s
+}
+
+// Close stops the watcher and every job, and waits for them.
+func (s *Scheduler) Close() {
+	s.cancel()
+	_ = s.cfg.System.Root.StopFuture(s.pid).Wait()
+	s.mu.Lock()
+	var pids []*actor.PID
+	for _, e := range s.byID {
+		if e.pid != nil {
+			e.stop()
+			pids = append(pids, e.pid)
+			e.pid = nil
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range pids {
+		_ = s.cfg.System.Root.StopFuture(p).Wait()
+	}
+}
+
+// watcher is the scheduler's actor: it follows _replicator's changes
+// (coordinator Changes + Wait) and runs a scheduling pass each time round.
+type watcher struct {
+	s     *Scheduler
+	since string
+}
+
+type watchNext struct{} // self-send, never leaves the actor
+
+func (w *watcher) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		w.since = "0"
+		ctx.Send(ctx.Self(), watchNext{})
+	case watchNext:
+		if w.s.ctx.Err() != nil {
+			return
+		}
+		w.poll()
+		w.s.schedule()
+		ctx.Send(ctx.Self(), watchNext{})
+	}
+}
+
+func (w *watcher) poll() {
+	s := w.s
+	c := s.cfg.Coord
+	last, err := c.Changes(s.ctx, ReplicatorDB, coordinator.ChangesQuery{Since: w.since, Limit: 1000, IncludeDocs: true},
+		func(r *coordinator.ChangeRow) error {
+			s.docChanged(r.Info.Id, r.Info.Winner, r.Info.Deleted, r.Json)
+			return nil
+		})
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.cfg.Log.Warn("replicator: watching _replicator", "err", err)
+			sleep(s.ctx, time.Second)
+		}
+		return
+	}
+	if last != w.since {
+		w.since = last
+		return
+	}
+	_, _ = c.Wait(s.ctx, ReplicatorDB, w.since, time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (e *entry) event(typ string, reason string) {
+	ev := map[string]any{"type": typ, "timestamp": time.Now().UTC().Format(time.RFC3339)}
+	if reason != "" {
+		ev["reason"] = reason
+	}
+	e.events = append([]map[string]any{ev}, e.events...)
+	if len(e.events) > 20 {
+		e.events = e.events[:20]
+	}
+	e.lastUpdated = time.Now()
+}
+
+// docChanged handles one change of a _replicator doc.
+func (s *Scheduler) docChanged(id, rev string, deleted bool, body []byte) {
+	if len(id) > 0 && id[0] == '_' {
+		return // design docs
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.byDoc[id]
+	if deleted {
+		if old != nil {
+			s.remove(old)
+		}
+		return
+	}
+	var st struct {
+		State string `json:"_replication_state"`
+	}
+	_ = json.Unmarshal(body, &st)
+	rep, err := ParseRep(body)
+	if err == nil && rep.Cancel {
+		err = errors.New("cancel is not allowed in _replicator docs")
+	}
+	if err != nil {
+		if old != nil {
+			s.remove(old)
+		}
+		e := &entry{docID: id, docRev: rev, state: "failed", errMsg: "bad replication document: " + err.Error(), startTime: time.Now()}
+		e.event("crashed", e.errMsg)
+		s.byDoc[id] = e
+		return
+	}
+	rep.ID = id
+	repID := rep.FullID(s.cfg.ServerUUID)
+	if old != nil && old.repID == repID {
+		old.docRev, old.docBody = rev, body
+		if st.State == "completed" && old.state != "completed" {
+			s.stopJob(old)
+			old.state = "completed"
+		}
+		return
+	}
+	if old != nil {
+		s.remove(old)
+	}
+	if other := s.byID[repID]; other != nil {
+		e := &entry{docID: id, docRev: rev, state: "failed", startTime: time.Now(),
+			errMsg: fmt.Sprintf("Replication `%s` specified by document `%s` already started, triggered by document `%s`", repID, id, other.docID)}
+		s.byDoc[id] = e
+		return
+	}
+	e := &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, docID: id, docRev: rev, docBody: body,
+		state: "pending", startTime: time.Now(), stats: &pb.RepStats{}}
+	e.event("added", "")
+	if st.State == "completed" {
+		e.state = "completed"
+	}
+	s.byDoc[id] = e
+	s.byID[repID] = e
+}
+
+func (s *Scheduler) remove(e *entry) {
+	s.stopJob(e)
+	if e.repID != "" && s.byID[e.repID] == e {
+		delete(s.byID, e.repID)
+	}
+	if e.docID != "" && s.byDoc[e.docID] == e {
+		delete(s.byDoc, e.docID)
+	}
+	for _, w := range e.waiters {
+		w <- JobEvent{Kind: "failed", Err: errors.New("replication cancelled")}
+	}
+	e.waiters = nil
+}
+
+func (s *Scheduler) stopJob(e *entry) {
+	if e.pid == nil {
+		return
+	}
+	e.stop()
+	s.cfg.System.Root.Stop(e.pid)
+	e.pid = nil
+	e.gen++
+	e.event("stopped", "")
+}
+
+func (s *Scheduler) running() int {
+	n := 0
+	for _, e := range s.byID {
+		if e.pid != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// schedule starts pending jobs whose backoff is over while fewer than
+// MaxJobs run, and every Interval rotates up to MaxChurn of the longest
+// running continuous jobs out in favour of waiting ones.
+func (s *Scheduler) schedule() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	var ready []*entry
+	for _, e := range s.byID {
+		if e.pid == nil && (e.state == "pending" || e.state == "crashing") && !now.Before(e.nextStart) {
+			ready = append(ready, e)
+		}
+	}
+	sort.Slice(ready, func(i, j int) bool { return ready[i].lastUpdated.Before(ready[j].lastUpdated) })
+	run := s.running()
+	if len(ready) > 0 && run >= s.cfg.MaxJobs && now.Sub(s.lastRotate) >= s.cfg.Interval {
+		s.lastRotate = now
+		var cont []*entry
+		for _, e := range s.byID {
+			if e.pid != nil && e.rep.Continuous && e.docID != "" {
+				cont = append(cont, e)
+			}
+		}
+		sort.Slice(cont, func(i, j int) bool { return cont[i].runSince.Before(cont[j].runSince) })
+		for i := 0; i < len(cont) && i < s.cfg.MaxChurn && i < len(ready); i++ {
+			s.stopJob(cont[i])
+			cont[i].state = "pending"
+			run--
+		}
+	}
+	for _, e := range ready {
+		if run >= s.cfg.MaxJobs {
+			break
+		}
+		s.startJob(e)
+		run++
+	}
+}
+
+func (s *Scheduler) endpoint(sp *Spec) Endpoint {
+	if sp.Local {
+		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create)
+	}
+	return NewHTTPEndpoint(sp)
+}
+
+func (s *Scheduler) startJob(e *entry) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	e.gen++
+	gen := e.gen
+	cfg := &jobConfig{rep: e.rep, repID: e.repID, baseID: e.baseID, docID: e.docID,
+		source: s.endpoint(e.rep.Source), target: s.endpoint(e.rep.Target),
+		tasks: s.cfg.Tasks, log: s.cfg.Log, ctx: ctx, cancel: cancel}
+	cfg.report = func(ev JobEvent) { s.onEvent(e, gen, ev) }
+	e.stop = cancel
+	e.state = "initializing"
+	e.runSince = time.Now()
+	e.event("started", "")
+	e.pid = s.cfg.System.Root.Spawn(newJobProps(cfg))
+}
+
+func (s *Scheduler) onEvent(e *entry, gen int, ev JobEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.gen != gen {
+		return
+	}
+	if ev.Stats != nil {
+		e.stats = ev.Stats
+	}
+	if ev.Seq != "" {
+		e.ckptSeq = ev.Seq
+	}
+	e.lastUpdated = time.Now()
+	switch ev.Kind {
+	case "running":
+		e.state = "running"
+		e.errCount = 0
+		e.errMsg = ""
+	case "completed":
+		e.pid = nil
+		e.state = "completed"
+		e.event("completed", "")
+		for _, w := range e.waiters {
+			w <- ev
+		}
+		e.waiters = nil
+		if e.docID == "" {
+			delete(s.byID, e.repID)
+		} else {
+			go s.markCompleted(e.docID, e.docRev, e.docBody, ev.Stats)
+		}
+	case "failed":
+		e.pid = nil
+		e.errCount++
+		e.errMsg = ev.Err.Error()
+		e.event("crashed", e.errMsg)
+		if e.docID == "" {
+			// a transient job reports its error to its caller instead
+			for _, w := range e.waiters {
+				w <- ev
+			}
+			e.waiters = nil
+			delete(s.byID, e.repID)
+			e.state = "failed"
+			return
+		}
+		e.state = "crashing"
+		d := s.cfg.RetryBase << min(e.errCount-1, 20)
+		e.nextStart = time.Now().Add(min(d, s.cfg.RetryMax))
+	}
+}
+
+// markCompleted records a finished one-shot replication in its doc, as
+// CouchDB does, so a restart does not run it again.
+func (s *Scheduler) markCompleted(id, rev string, body []byte, st *pb.RepStats) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return
+	}
+	m["_replication_state"], _ = json.Marshal("completed")
+	m["_replication_state_time"], _ = json.Marshal(time.Now().UTC().Format(time.RFC3339))
+	m["_replication_stats"], _ = json.Marshal(statsJSON(st, ""))
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	out, err := s.cfg.Coord.UpdateDocs(ctx, ReplicatorDB, []*pb.DocUpdate{{Id: id, Rev: rev, Body: b}}, true, 0)
+	if err == nil && len(out) == 1 && out[0].Err != nil {
+		err = out[0].Err
+	}
+	if err != nil && s.ctx.Err() == nil {
+		s.cfg.Log.Warn("replicator: recording completion", "doc", id, "err", err)
+	}
+}
+
+func statsJSON(st *pb.RepStats, seq string) map[string]any {
+	if st == nil {
+		st = &pb.RepStats{}
+	}
+	m := map[string]any{
+		"revisions_checked": st.MissingChecked, "missing_revisions_found": st.MissingFound,
+		"docs_read": st.DocsRead, "docs_written": st.DocsWritten, "doc_write_failures": st.DocWriteFailures,
+		"changes_pending": nil,
+	}
+	if seq != "" {
+		m["checkpointed_source_seq"] = rawToAny(seq)
+	}
+	return m
+}
+
+// ---------------------------------------------------------------- HTTP answers
+
+// Replicate serves POST /_replicate: a one-shot answers when done, a
+// continuous one once started; cancel stops a running one. It returns the
+// status and the JSON body.
+func (s *Scheduler) Replicate(ctx context.Context, body []byte) (int, []byte) {
+	rep, err := ParseRep(body)
+	if err != nil {
+		return jsonErr(400, "bad_request", err.Error())
+	}
+	s.mu.Lock()
+	if rep.Cancel {
+		id := rep.ID
+		if rep.Source != nil {
+			id = rep.FullID(s.cfg.ServerUUID)
+		}
+		e := s.byID[id]
+		if e == nil || e.docID != "" {
+			s.mu.Unlock()
+			return jsonErr(404, "not_found", "Replication `"+id+"` not found")
+		}
+		s.remove(e)
+		s.mu.Unlock()
+		return jsonOK(200, map[string]any{"ok": true, "_local_id": id})
+	}
+	repID := rep.FullID(s.cfg.ServerUUID)
+	e := s.byID[repID]
+	if e != nil && e.docID != "" {
+		s.mu.Unlock()
+		return jsonErr(409, "conflict", "replication `"+repID+"` is already run by _replicator doc `"+e.docID+"`")
+	}
+	if e == nil {
+		e = &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, state: "pending",
+			startTime: time.Now(), stats: &pb.RepStats{}}
+		e.event("added", "")
+		s.byID[repID] = e
+		s.startJob(e)
+	}
+	if rep.Continuous {
+		s.mu.Unlock()
+		return jsonOK(202, map[string]any{"ok": true, "_local_id": repID})
+	}
+	ch := make(chan JobEvent, 1)
+	e.waiters = append(e.waiters, ch)
+	s.mu.Unlock()
+	select {
+	case ev := <-ch:
+		if ev.Kind == "completed" {
+			return jsonOK(200, ev.Result)
+		}
+		if isNotFound(ev.Err) {
+			return jsonErr(404, "db_not_found", ev.Err.Error())
+		}
+		return jsonErr(500, "replication_failed", ev.Err.Error())
+	case <-ctx.Done():
+		// the client went away: a one-shot transient job goes with it
+		s.mu.Lock()
+		if s.byID[repID] == e {
+			s.remove(e)
+		}
+		s.mu.Unlock()
+		return jsonErr(500, "timeout", "replication cancelled")
+	}
+}
+
+func jsonOK(status int, v any) (int, []byte) {
+	b, _ := json.Marshal(v)
+	return status, append(b, '\n')
+}
+
+func jsonErr(status int, code, reason string) (int, []byte) {
+	return jsonOK(status, map[string]string{"error": code, "reason": reason})
+}
+
+func (s *Scheduler) info(e *entry) any {
+	switch e.state {
+	case "crashing", "failed":
+		return map[string]any{"error": e.errMsg}
+	case "pending":
+		if e.errMsg != "" {
+			return map[string]any{"error": e.errMsg}
+		}
+		return nil
+	}
+	return statsJSON(e.stats, e.ckptSeq)
+}
+
+func (s *Scheduler) docJSON(e *entry) map[string]any {
+	m := map[string]any{
+		"database": ReplicatorDB, "doc_id": e.docID, "node": s.cfg.NodeName,
+		"state": e.state, "info": s.info(e), "error_count": e.errCount,
+		"start_time":   e.startTime.UTC().Format(time.RFC3339),
+		"last_updated": e.lastUpdated.UTC().Format(time.RFC3339),
+		"id":           nullable(e.repID), "source": nil, "target": nil,
+	}
+	if e.rep != nil {
+		m["source"], m["target"] = e.rep.Source.Redacted(), e.rep.Target.Redacted()
+	}
+	return m
+}
+
+// Jobs serves GET /_scheduler/jobs: the replications running or waiting.
+func (s *Scheduler) Jobs(context.Context) (int, []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	jobs := []map[string]any{}
+	for _, e := range s.sorted() {
+		if e.repID == "" || e.state == "completed" || e.state == "failed" {
+			continue
+		}
+		j := map[string]any{
+			"id": e.repID, "database": nil, "doc_id": nil, "node": s.cfg.NodeName,
+			"source": e.rep.Source.Redacted(), "target": e.rep.Target.Redacted(), "user": nil,
+			"info": s.info(e), "history": e.events, "pid": nil,
+			"start_time": e.startTime.UTC().Format(time.RFC3339), "state": e.state,
+		}
+		if e.docID != "" {
+			j["database"], j["doc_id"] = ReplicatorDB, e.docID
+		}
+		if e.pid != nil {
+			j["pid"] = e.pid.Id
+		}
+		jobs = append(jobs, j)
+	}
+	return jsonOK(200, map[string]any{"total_rows": len(jobs), "offset": 0, "jobs": jobs})
+}
+
+// Docs serves GET /_scheduler/docs[/_replicator[/<id>]].
+func (s *Scheduler) Docs(_ context.Context, db, id string) (int, []byte) {
+	if db != "" && db != ReplicatorDB {
+		return jsonErr(404, "not_found", "Database does not exist.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != "" {
+		e := s.byDoc[id]
+		if e == nil {
+			return jsonErr(404, "not_found", "missing")
+		}
+		return jsonOK(200, s.docJSON(e))
+	}
+	docs := []map[string]any{}
+	for _, e := range s.sorted() {
+		if e.docID != "" {
+			docs = append(docs, s.docJSON(e))
+		}
+	}
+	return jsonOK(200, map[string]any{"total_rows": len(docs), "offset": 0, "docs": docs})
+}
+
+func (s *Scheduler) sorted() []*entry {
+	seen := map[*entry]bool{}
+	var out []*entry
+	for _, m := range []map[string]*entry{s.byDoc, s.byID} {
+		for _, e := range m {
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].docID != out[j].docID {
+			return out[i].docID < out[j].docID
+		}
+		return out[i].repID < out[j].repID
+	})
+	return out
+}
+
+var _ = http.StatusOK
+var _ = strconv.Itoa
