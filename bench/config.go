@@ -60,6 +60,13 @@ type Config struct {
 	JSON bool
 	// ProgressEvery is the interval of progress lines (default 1s).
 	ProgressEvery time.Duration
+	// Workload is "" (fabric_bench) or "compaction" (compaction.go).
+	Workload string
+	// Edits is how many times the compaction workload updates every doc.
+	Edits int
+	// DataDir is the server's data directory, measured by the compaction
+	// workload (HTTP cannot see the disk); empty: not measured.
+	DataDir string
 }
 
 // DefaultConfig returns fabric_bench's defaults (docs 100000, batch_size
@@ -92,6 +99,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.UpdateSameDoc, "update-same-doc", false, "single doc phase updates one doc with its _rev instead of creating new docs")
 	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object with the results instead of text lines")
+	fs.StringVar(&c.Workload, "workload", "", "workload: fabric_bench's (default) or \"compaction\" (docs edited --edits times, then _compact)")
+	fs.IntVar(&c.Edits, "edits", 100, "compaction workload: updates of every doc before compacting")
+	fs.StringVar(&c.DataDir, "data-dir", "", "compaction workload: the server's data directory, to measure its bytes on disk")
 }
 
 // withDefaults fills zero fields from DefaultConfig and resolves the URL.

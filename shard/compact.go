@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,10 +41,13 @@ import (
 // batch), the shard's file size estimate is reset, and the node's Disk
 // makes badger give the space back (serialised node-wide).
 
-// compactPage bounds one batch: docs and bytes of doc infos read.
+// compactPage bounds one batch: docs and bytes of doc infos read, and the
+// records the batch writes or deletes (it joins a group commit that
+// concurrent writers wait for, so it must stay small).
 const (
-	compactPageDocs  = 500
-	compactPageBytes = 4 << 20
+	compactPageDocs    = 500
+	compactPageBytes   = 4 << 20
+	compactPageEntries = 1000
 )
 
 // compactOp is the compacted doc info of the doc found at seq.
@@ -121,9 +125,11 @@ type compactor struct {
 	revsLimit int
 	tasks     *tasks.Registry
 	disk      *Disk
+	log       *slog.Logger
 }
 
 func (c *compactor) run() (err error) {
+	start := time.Now()
 	if !c.disk.acquire() {
 		return ErrClosed
 	}
@@ -191,6 +197,7 @@ func (c *compactor) run() (err error) {
 	if task != nil {
 		task.Update(map[string]any{"progress": 100, "phase": "reclaim"})
 	}
+	c.log.Info("shard compacted", "shard", c.name, "docs", done, "took", time.Since(start).Round(time.Millisecond))
 	if c.disk != nil {
 		if err := c.disk.Reclaim(); err != nil {
 			return fmt.Errorf("reclaim: %w", err)
@@ -221,7 +228,7 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 	}
 	defer c.disk.release()
 	var ops []compactOp
-	n, size := 0, 0
+	n, size, entries := 0, 0, 0
 	next := last
 	err := c.st.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -231,7 +238,7 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 		defer it.Close()
 		for it.Seek(c.st.k.seq(last + 1)); it.Valid(); it.Next() {
 			seq := beUint64(it.Item().Key()[5:])
-			if seq > end || n >= compactPageDocs || size >= compactPageBytes {
+			if seq > end || n >= compactPageDocs || size >= compactPageBytes || entries >= compactPageEntries {
 				return nil
 			}
 			info := &pb.FullDocInfo{}
@@ -259,6 +266,7 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 				return err
 			}
 			ops = append(ops, compactOp{seq: seq, id: info.Id, info: b, deleted: info.Deleted, oldLen: oldLen, drop: drop})
+			entries += 2 + len(drop)
 		}
 		return nil
 	})
@@ -387,7 +395,7 @@ func (a *Actor) startCompaction(ctx actor.Context) {
 	a.keep = map[string]bool{}
 	c := &compactor{
 		st: a.st, self: ctx.Self(), root: ctx.ActorSystem().Root, name: a.cfg.Name,
-		revsLimit: int(a.meta.RevsLimit), tasks: a.cfg.Tasks, disk: a.cfg.Disk,
+		revsLimit: int(a.meta.RevsLimit), tasks: a.cfg.Tasks, disk: a.cfg.Disk, log: a.cfg.Logger,
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {

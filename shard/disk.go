@@ -236,14 +236,19 @@ func (d *Disk) reclaim() error {
 	if err := DropPrefix(d.db, flushKey); err != nil {
 		return err
 	}
+	flushed := time.Now()
 	if err := d.db.Flatten(2); err != nil {
 		return err
 	}
+	flattened := time.Now()
 	files := 0
 	for {
+		t0 := time.Now()
 		err := d.db.RunValueLogGC(d.DiscardRatio)
 		if err == nil {
 			files++
+			// leave the disk to the node's writers for a moment
+			time.Sleep(min(time.Since(t0)/2, 100*time.Millisecond))
 			continue
 		}
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
@@ -251,6 +256,8 @@ func (d *Disk) reclaim() error {
 		}
 		return err
 	}
-	d.log.Info("storage reclaimed", "vlog_files_rewritten", files, "took", time.Since(start).Round(time.Millisecond))
+	d.log.Info("storage reclaimed", "vlog_files_rewritten", files, "took", time.Since(start).Round(time.Millisecond),
+		"flush", flushed.Sub(start).Round(time.Millisecond), "flatten", flattened.Sub(flushed).Round(time.Millisecond),
+		"vlog_gc", time.Since(flattened).Round(time.Millisecond))
 	return nil
 }

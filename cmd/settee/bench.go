@@ -31,7 +31,24 @@ func runBench(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	_, err := bench.Run(ctx, cfg, os.Stdout, os.Stderr)
+	var err error
+	switch cfg.Workload {
+	case "", "fabric", "fabric_bench":
+		_, err = bench.Run(ctx, cfg, os.Stdout, os.Stderr)
+	case bench.WorkloadCompaction:
+		// seed 002's shape unless told otherwise: 2000 docs, small
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["docs"] {
+			cfg.Docs = 2000
+		}
+		if !set["doc-size"] {
+			cfg.DocSize = bench.DocSmall
+		}
+		_, err = bench.RunCompaction(ctx, cfg, os.Stdout, os.Stderr)
+	default:
+		return fmt.Errorf("bench: unknown workload %q (want fabric or compaction)", cfg.Workload)
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
