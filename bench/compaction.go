@@ -94,6 +94,9 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Edits == 0 {
+		cfg.Edits = 100
+	}
 	if cfg.Edits < 1 {
 		return nil, fmt.Errorf("%w: --edits must be at least 1", ErrConfig)
 	}

@@ -100,7 +100,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object with the results instead of text lines")
 	fs.StringVar(&c.Workload, "workload", "", "workload: fabric_bench's (default) or \"compaction\" (docs edited --edits times, then _compact)")
-	fs.IntVar(&c.Edits, "edits", 100, "compaction workload: updates of every doc before compacting")
+	fs.IntVar(&c.Edits, "edits", 0, "compaction workload: updates of every doc before compacting (default 100)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "compaction workload: the server's data directory, to measure its bytes on disk")
 }
 
