@@ -7,9 +7,12 @@ LDFLAGS := -X github.com/settee/settee/node.Version=$(VERSION) -X github.com/set
 build:
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o bin/settee ./cmd/settee
 
-# The test command (README, .ci/run): everything, with the race detector.
+# The test command (README, .ci/run): everything with the race detector, then
+# the multi-node tests, which cannot run under -race (see node/cluster_test.go).
 test:
 	go test -race -timeout 12m ./...
+	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/
+	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction' ./httpgw/
 
 run:
 	go run ./cmd/settee serve

@@ -67,10 +67,12 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 	if err != nil {
 		return "", err
 	}
-	vec, err := DecodeSeq(ranges, q.Since)
+	pos, err := DecodeSeq(ranges, q.Since)
 	if err != nil {
 		return "", err
 	}
+	refs, vec := c.resolve(ranges, pos)
+	nodes := refNodes(refs)
 	if q.Descending {
 		metas, err := c.shardMetas(ctx, ranges)
 		if err != nil {
@@ -82,12 +84,12 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 	}
 	page := uint32(1000)
 	curs := make([]*seqCursor, len(ranges))
-	for i, r := range ranges {
+	for i := range ranges {
 		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: q.IncludeDocs, Limit: page}
 		if q.Descending {
 			rq.Since, rq.Before = 0, vec[i]+1
 		}
-		curs[i] = &seqCursor{pid: c.readCopy(r), q: rq}
+		curs[i] = &seqCursor{pid: c.pl.PID(refs[i]), q: rq}
 	}
 	sent := 0
 	lastRow := ""
@@ -127,7 +129,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if q.Filter != nil && !q.Filter(row.Info) {
 			continue
 		}
-		cr := &ChangeRow{Seq: EncodeSeq(ranges, seqVec), Info: row.Info, Json: row.Json, Atts: row.Atts}
+		cr := &ChangeRow{Seq: EncodeSeq(ranges, seqsAt(nodes, seqVec)), Info: row.Info, Json: row.Json, Atts: row.Atts}
 		if err := emit(cr); err != nil {
 			return "", err
 		}
@@ -139,9 +141,9 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if lastRow != "" {
 			return lastRow, nil
 		}
-		return EncodeSeq(ranges, vec), nil
+		return EncodeSeq(ranges, seqsAt(nodes, vec)), nil
 	}
-	return EncodeSeq(ranges, vec), nil
+	return EncodeSeq(ranges, seqsAt(nodes, vec)), nil
 }
 
 // Now returns the current sequence of a database (since=now).
@@ -154,9 +156,9 @@ func (c *Coordinator) Now(ctx context.Context, db string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	seqs := make([]uint64, len(ranges))
+	seqs := make([]Pos, len(ranges))
 	for i, m := range metas {
-		seqs[i] = m.UpdateSeq
+		seqs[i] = Pos{Node: c.readRef(ranges[i]).Node, Seq: m.UpdateSeq}
 	}
 	return EncodeSeq(ranges, seqs), nil
 }
@@ -168,13 +170,14 @@ func (c *Coordinator) Wait(ctx context.Context, db, since string, timeout time.D
 	if err != nil {
 		return false, err
 	}
-	vec, err := DecodeSeq(ranges, since)
+	pos, err := DecodeSeq(ranges, since)
 	if err != nil {
 		return false, err
 	}
+	refs, vec := c.resolve(ranges, pos)
 	got := make(chan struct{}, len(ranges))
-	for i, r := range ranges {
-		f := c.root.RequestFuture(c.readCopy(r), &pb.WaitChange{Since: vec[i], TimeoutMs: uint32(timeout / time.Millisecond)}, timeout)
+	for i := range ranges {
+		f := c.root.RequestFuture(c.pl.PID(refs[i]), &pb.WaitChange{Since: vec[i], TimeoutMs: uint32(timeout / time.Millisecond)}, timeout)
 		go func() {
 			if _, err := f.Result(); err == nil {
 				got <- struct{}{}
@@ -199,13 +202,14 @@ func (c *Coordinator) PendingAfter(ctx context.Context, db, since string) (uint6
 	if err != nil {
 		return 0, err
 	}
-	vec, err := DecodeSeq(ranges, since)
+	pos, err := DecodeSeq(ranges, since)
 	if err != nil {
 		return 0, err
 	}
+	refs, vec := c.resolve(ranges, pos)
 	var n uint64
-	for i, r := range ranges {
-		cnt, err := actors.Ask[*pb.Count](ctx, c.root, c.readCopy(r), &pb.CountChanges{Since: vec[i]})
+	for i := range ranges {
+		cnt, err := actors.Ask[*pb.Count](ctx, c.root, c.pl.PID(refs[i]), &pb.CountChanges{Since: vec[i]})
 		if err != nil {
 			return 0, fmt.Errorf("coordinator: pending: %w", err)
 		}
@@ -215,4 +219,39 @@ func (c *Coordinator) PendingAfter(ctx context.Context, db, since string) (uint6
 		n += cnt.N
 	}
 	return n, nil
+}
+
+// resolve picks, for each range, the copy to read changes from and where
+// to start in it: the copy the sequence came from when its node is up;
+// otherwise another live copy from its beginning, because one copy's
+// sequence numbers mean nothing in another (the feed then repeats some
+// changes, which CouchDB's clients accept, rather than skipping any).
+func (c *Coordinator) resolve(ranges []Range, pos []Pos) ([]*pb.ShardRef, []uint64) {
+	refs := make([]*pb.ShardRef, len(ranges))
+	seqs := make([]uint64, len(ranges))
+	for i, r := range ranges {
+		p := pos[i]
+		if p.Node != "" {
+			for _, cp := range r.Copies {
+				if cp.Node == p.Node && c.pl.Alive(cp.Node) {
+					refs[i], seqs[i] = cp, p.Seq
+				}
+			}
+		}
+		if refs[i] == nil {
+			refs[i] = c.readRef(r)
+			if p.Node == "" || p.Node == refs[i].Node {
+				seqs[i] = p.Seq
+			}
+		}
+	}
+	return refs, seqs
+}
+
+func refNodes(refs []*pb.ShardRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Node
+	}
+	return out
 }

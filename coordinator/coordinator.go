@@ -3,18 +3,25 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
 )
 
 // Coordinator runs requests against a node's view of the cluster.
 type Coordinator struct {
-	root *actor.RootContext
-	pl   Placement
+	root    *actor.RootContext
+	pl      Placement
+	onWrite atomic.Pointer[func()]
 }
+
+// OnWrite registers a function called after every write (internal
+// replication's kick; it must not block).
+func (c *Coordinator) OnWrite(f func()) { c.onWrite.Store(&f) }
 
 // New returns a coordinator sending through root.
 func New(root *actor.RootContext, pl Placement) *Coordinator {
@@ -29,8 +36,33 @@ func (c *Coordinator) lookup(ctx context.Context, db string) (*pb.DbRecord, []Ra
 	return rec, Ranges(rec), nil
 }
 
-// readCopy picks the copy of a range that serves a read.
-func (c *Coordinator) readCopy(r Range) *actor.PID { return c.pl.PID(r.Copies[0]) }
+// copies returns the copies of a range on live nodes, this node's first.
+// When none is alive it returns them all: a request then fails on its own
+// rather than claiming the data is gone.
+func (c *Coordinator) copies(r Range) []*pb.ShardRef {
+	self := c.pl.Self()
+	out := make([]*pb.ShardRef, 0, len(r.Copies))
+	for _, cp := range r.Copies {
+		if cp.Node == self {
+			out = append(out, cp)
+		}
+	}
+	for _, cp := range r.Copies {
+		if cp.Node != self && c.pl.Alive(cp.Node) {
+			out = append(out, cp)
+		}
+	}
+	if len(out) == 0 {
+		return r.Copies
+	}
+	return out
+}
+
+// readCopy picks the copy of a range that serves a read: the local one if
+// there is one, else a live one.
+func (c *Coordinator) readCopy(r Range) *actor.PID { return c.pl.PID(c.readRef(r)) }
+
+func (c *Coordinator) readRef(r Range) *pb.ShardRef { return c.copies(r)[0] }
 
 // Outcome is the coordinator's answer for one doc of a write.
 type Outcome struct {
@@ -40,81 +72,93 @@ type Outcome struct {
 	Accepted bool
 }
 
-// UpdateDocs writes docs (tagged 0..n-1 by the caller) to their shards:
-// one UpdateDocs message per shard copy, all sent before waiting on any.
-// Results come back by tag; with new_edits=false a doc whose rev is already
-// known has no result and gets a zero Outcome.
+// ErrNoCopies is a doc's error when no copy of its shard could be reached.
+var ErrNoCopies = &pb.Error{Code: "internal_server_error", Reason: "No shard copy of this document could be reached"}
+
+// UpdateDocs writes docs (tagged 0..n-1 by the caller) to every live copy
+// of their shards: one UpdateDocs message per copy, all sent before waiting
+// on any. It returns as soon as every doc has w acknowledgements (the other
+// copies still apply the write), or when all copies answered or timed out.
+// Results come back by tag; with new_edits=false every merged doc is
+// acknowledged too. A doc acknowledged by fewer than w copies but at least
+// one is Accepted (HTTP 202); by none, it carries the copies' error.
 func (c *Coordinator) UpdateDocs(ctx context.Context, db string, docs []*pb.DocUpdate, newEdits bool, w int) ([]Outcome, error) {
-	_, ranges, err := c.lookup(ctx, db)
+	rec, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return nil, err
+	}
+	if w < 1 {
+		w = int(rec.N)/2 + 1
 	}
 	per := make([][]*pb.DocUpdate, len(ranges))
 	for _, d := range docs {
 		i := RangeOf(ranges, d.Id)
 		per[i] = append(per[i], d)
 	}
-	type sent struct {
-		f     *actor.Future
-		rng   int
-		count int
+	type answer struct {
+		res *pb.UpdateResult
+		err error
 	}
-	var futures []sent
+	answers := make(chan answer, len(ranges)*4)
+	sent := 0
 	to := actors.Timeout(ctx)
 	for i, ds := range per {
 		if len(ds) == 0 {
 			continue
 		}
-		for _, cp := range ranges[i].Copies {
-			msg := &pb.UpdateDocs{Docs: ds, NewEdits: newEdits, Reply: true}
-			futures = append(futures, sent{f: c.root.RequestFuture(c.pl.PID(cp), msg, to), rng: i})
+		for _, cp := range c.copies(ranges[i]) {
+			f := c.root.RequestFuture(c.pl.PID(cp), &pb.UpdateDocs{Docs: ds, NewEdits: newEdits, Reply: true}, to)
+			sent++
+			go func() {
+				res, err := actors.Await[*pb.UpdateResult](ctx, f)
+				answers <- answer{res, err}
+			}()
 		}
 	}
 	out := make([]Outcome, len(docs))
 	acks := make([]int, len(docs))
+	done := 0
 	var firstErr error
-	for _, s := range futures {
-		res, err := actors.Await[*pb.UpdateResult](ctx, s.f)
-		if err != nil {
+	for got := 0; got < sent && done < len(docs); got++ {
+		a := <-answers
+		if a.err != nil {
 			if firstErr == nil {
-				firstErr = err
+				firstErr = a.err
 			}
 			continue
 		}
-		for _, r := range res.Results {
+		for _, r := range a.res.Results {
 			if int(r.Tag) >= len(out) {
 				continue
 			}
 			if r.Error != nil {
-				if out[r.Tag].Rev == "" {
+				if acks[r.Tag] == 0 {
 					out[r.Tag].Err = r.Error
 				}
 				continue
 			}
 			acks[r.Tag]++
-			out[r.Tag].Rev = r.Rev
-			out[r.Tag].Err = nil
-		}
-	}
-	if firstErr != nil && len(futures) > 0 {
-		answered := false
-		for i := range out {
-			if acks[i] > 0 || out[i].Err != nil {
-				answered = true
-				break
+			out[r.Tag].Rev, out[r.Tag].Err = r.Rev, nil
+			if acks[r.Tag] == w {
+				done++
 			}
 		}
-		if !answered && newEdits {
-			return nil, fmt.Errorf("coordinator: update: %w", firstErr)
-		}
 	}
-	if w < 1 {
-		w = 1
-	}
+	answered := false
 	for i := range out {
-		if out[i].Rev != "" && acks[i] < w {
+		switch {
+		case acks[i] > 0 && acks[i] < w:
 			out[i].Accepted = true
+		case acks[i] == 0 && out[i].Err == nil:
+			out[i].Err = ErrNoCopies
 		}
+		answered = answered || acks[i] > 0 || out[i].Err != ErrNoCopies
+	}
+	if !answered && firstErr != nil {
+		return nil, fmt.Errorf("coordinator: update: %w", firstErr)
+	}
+	if f := c.onWrite.Load(); f != nil {
+		(*f)()
 	}
 	return out, nil
 }
@@ -127,20 +171,154 @@ func (c *Coordinator) docShard(ctx context.Context, db, id string) (*actor.PID, 
 	return c.readCopy(ranges[RangeOf(ranges, id)]), nil
 }
 
-// GetDoc reads one doc from the shard that holds it.
+// GetDoc reads one doc. It asks every live copy of its shard and answers
+// from the first r replies (r from ReadQuorum, default 1 on one copy, else
+// n/2+1): the reply with the greatest winner is the answer, and copies that
+// answered with less are repaired in the background with the winner's
+// revision (new_edits=false), as CouchDB's read repair does.
 func (c *Coordinator) GetDoc(ctx context.Context, db string, m *pb.GetDoc) (*pb.DocReply, error) {
-	pid, err := c.docShard(ctx, db, m.Id)
+	return c.GetDocR(ctx, db, m, 0)
+}
+
+// GetDocR is GetDoc with an explicit read quorum (0: default).
+func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r int) (*pb.DocReply, error) {
+	rec, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	r, err := actors.Ask[*pb.DocReply](ctx, c.root, pid, m)
+	cps := c.copies(ranges[RangeOf(ranges, m.Id)])
+	if len(cps) == 1 {
+		reply, err := actors.Ask[*pb.DocReply](ctx, c.root, c.pl.PID(cps[0]), m)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
+		}
+		if reply.Error != nil {
+			return nil, reply.Error
+		}
+		return reply, nil
+	}
+	if r < 1 {
+		r = int(rec.N)/2 + 1
+	}
+	r = min(r, len(cps))
+	type answer = docAnswer
+	answers := make(chan answer, len(cps))
+	to := actors.Timeout(ctx)
+	for _, cp := range cps {
+		f := c.root.RequestFuture(c.pl.PID(cp), m, to)
+		go func() {
+			reply, err := actors.Await[*pb.DocReply](ctx, f)
+			if err == nil && reply.Error != nil {
+				err = reply.Error
+			}
+			answers <- answer{cp, reply, err}
+		}()
+	}
+	var got []answer
+	var firstErr error
+	for range cps {
+		a := <-answers
+		if a.err != nil {
+			if firstErr == nil {
+				firstErr = a.err
+			}
+			continue
+		}
+		got = append(got, a)
+		if len(got) >= r {
+			break
+		}
+	}
+	if len(got) == 0 {
+		return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, firstErr)
+	}
+	best := got[0].reply
+	for _, a := range got[1:] {
+		if newerInfo(a.reply.Info, best.Info) {
+			best = a.reply
+		}
+	}
+	// explicit revs: any copy that has a rev may answer for it
+	if len(m.Revs) > 0 || m.OpenRevsAll {
+		best = mergeBodies(best, got)
+	}
+	for _, a := range got {
+		if a.reply != best && newerInfo(best.Info, a.reply.Info) {
+			c.repair(db, a.ref, best)
+		}
+	}
+	return best, nil
+}
+
+// newerInfo reports whether a's winner beats b's (CouchDB's winner order:
+// live over deleted, then longer, then greater hash); nil loses.
+func newerInfo(a, b *pb.FullDocInfo) bool {
+	switch {
+	case a == nil || len(a.Nodes) == 0:
+		return false
+	case b == nil || len(b.Nodes) == 0:
+		return true
+	case a.Winner == b.Winner:
+		return len(a.Nodes) > len(b.Nodes)
+	case a.Deleted != b.Deleted:
+		return !a.Deleted
+	}
+	ra, _ := revtree.ParseRev(a.Winner)
+	rb, _ := revtree.ParseRev(b.Winner)
+	if ra.Pos != rb.Pos {
+		return ra.Pos > rb.Pos
+	}
+	return ra.Hash > rb.Hash
+}
+
+type docAnswer struct {
+	ref   *pb.ShardRef
+	reply *pb.DocReply
+	err   error
+}
+
+// mergeBodies answers each asked rev from any copy that has it.
+func mergeBodies(best *pb.DocReply, got []docAnswer) *pb.DocReply {
+	out := &pb.DocReply{Info: best.Info}
+	for _, b := range best.Bodies {
+		if b.Missing {
+			for _, a := range got {
+				for _, ob := range a.reply.Bodies {
+					if ob.Rev == b.Rev && !ob.Missing {
+						b = ob
+					}
+				}
+			}
+		}
+		out.Bodies = append(out.Bodies, b)
+	}
+	return out
+}
+
+// repair sends the winning revision of a doc to a copy that lacks it.
+// Attachment-carrying revisions are left to internal replication, which
+// has the data at hand.
+func (c *Coordinator) repair(db string, ref *pb.ShardRef, best *pb.DocReply) {
+	info := best.Info
+	if info == nil || len(best.Bodies) == 0 {
+		return
+	}
+	body := best.Bodies[0]
+	if body.Missing || body.Rev != info.Winner || len(body.Atts) > 0 {
+		return
+	}
+	w, err := revtree.ParseRev(info.Winner)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
+		return
 	}
-	if r.Error != nil {
-		return nil, r.Error
+	path := revtree.Path(info, revtree.Find(info, w))
+	ids := make([]string, len(path))
+	for i, p := range path {
+		ids[i] = p.Hash
 	}
-	return r, nil
+	upd := &pb.DocUpdate{Id: info.Id, Body: body.Json, Deleted: body.Deleted,
+		Revisions: &pb.Revisions{Start: w.Pos, Ids: ids}}
+	c.root.Send(c.pl.PID(ref), &pb.UpdateDocs{Docs: []*pb.DocUpdate{upd}, NewEdits: false})
 }
 
 // GetAtt reads attachment data by digest from the shard holding doc id.
@@ -268,14 +446,14 @@ func (c *Coordinator) DBInfo(ctx context.Context, db string) (*Info, error) {
 		return nil, err
 	}
 	info := &Info{Record: rec, Meta: metas[0]}
-	seqs := make([]uint64, len(ranges))
+	seqs := make([]Pos, len(ranges))
 	for i, m := range metas {
 		info.DocCount += m.DocCount
 		info.DelCount += m.DelCount
 		info.PurgeSeq += m.PurgeSeq
 		info.External += m.ExternalSize
 		info.Active += m.ActiveSize
-		seqs[i] = m.UpdateSeq
+		seqs[i] = Pos{Node: c.readRef(ranges[i]).Node, Seq: m.UpdateSeq}
 	}
 	info.UpdateSeq = EncodeSeq(ranges, seqs)
 	return info, nil

@@ -13,10 +13,16 @@ import (
 // ErrDBNotFound is returned for a database that does not exist.
 var ErrDBNotFound = errors.New("coordinator: database does not exist")
 
-// Placement tells where a database's shard copies live; node implements it.
+// Placement tells where a database's shard copies live and which nodes are
+// up; node implements it.
 type Placement interface {
 	Lookup(ctx context.Context, db string) (*pb.DbRecord, error)
 	PID(ref *pb.ShardRef) *actor.PID
+	// Self is this node's name: its copies are read first.
+	Self() string
+	// Alive reports whether a node answers heartbeats; copies on other
+	// nodes are skipped rather than waited for.
+	Alive(node string) bool
 }
 
 // Range is one shard range with its copies.

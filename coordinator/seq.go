@@ -12,27 +12,41 @@ import (
 // database gave out.
 var ErrBadSeq = errors.New("coordinator: malformed sequence")
 
-const seqVersion = 1
+// Pos is a position in one range's changes: a sequence of one copy. Copies
+// number their changes independently, so a sequence means something only
+// with the node whose copy gave it.
+type Pos struct {
+	Node string
+	Seq  uint64
+}
 
-// EncodeSeq packs per-range sequences into CouchDB's opaque clustered form,
+const (
+	seqV1 = 1 // range, seq (single-node, before clustering)
+	seqV2 = 2 // range, node, seq
+)
+
+// EncodeSeq packs per-range positions into CouchDB's opaque clustered form,
 // "<sum>-<base64url payload>". Clients must treat it as opaque; the sum
 // prefix only makes it readable.
-func EncodeSeq(ranges []Range, seqs []uint64) string {
+func EncodeSeq(ranges []Range, pos []Pos) string {
 	var sum uint64
-	buf := make([]byte, 1, 1+len(ranges)*10)
-	buf[0] = seqVersion
+	buf := make([]byte, 1, 1+len(ranges)*24)
+	buf[0] = seqV2
 	for i, r := range ranges {
 		buf = binary.AppendUvarint(buf, uint64(r.Begin))
-		buf = binary.AppendUvarint(buf, seqs[i])
-		sum += seqs[i]
+		buf = binary.AppendUvarint(buf, uint64(len(pos[i].Node)))
+		buf = append(buf, pos[i].Node...)
+		buf = binary.AppendUvarint(buf, pos[i].Seq)
+		sum += pos[i].Seq
 	}
 	return strconv.FormatUint(sum, 10) + "-" + base64.RawURLEncoding.EncodeToString(buf)
 }
 
-// DecodeSeq unpacks since into per-range sequences. "0", "" and plain 0
-// mean the beginning; a plain integer is accepted for q=1 databases.
-func DecodeSeq(ranges []Range, since string) ([]uint64, error) {
-	out := make([]uint64, len(ranges))
+// DecodeSeq unpacks since into per-range positions. "0", "" and plain 0
+// mean the beginning; a plain integer is accepted for q=1 databases. A
+// position without a node (v1) applies to whichever copy is read.
+func DecodeSeq(ranges []Range, since string) ([]Pos, error) {
+	out := make([]Pos, len(ranges))
 	if since == "" || since == "0" {
 		return out, nil
 	}
@@ -43,34 +57,56 @@ func DecodeSeq(ranges []Range, since string) ([]uint64, error) {
 			return nil, ErrBadSeq
 		}
 		if len(ranges) == 1 {
-			out[0] = n
+			out[0].Seq = n
 		}
 		return out, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(since[i+1:])
-	if err != nil || len(b) == 0 || b[0] != seqVersion {
+	if err != nil || len(b) < 2 || (b[0] != seqV1 && b[0] != seqV2) {
 		return nil, ErrBadSeq
 	}
+	v := b[0]
 	b = b[1:]
-	if len(b) == 0 {
-		return nil, ErrBadSeq
+	next := func() (uint64, bool) {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return x, true
 	}
 	for len(b) > 0 {
-		begin, n := binary.Uvarint(b)
-		if n <= 0 {
+		begin, ok := next()
+		if !ok {
 			return nil, ErrBadSeq
 		}
-		b = b[n:]
-		s, n := binary.Uvarint(b)
-		if n <= 0 {
+		var node string
+		if v == seqV2 {
+			l, ok := next()
+			if !ok || l > uint64(len(b)) {
+				return nil, ErrBadSeq
+			}
+			node, b = string(b[:l]), b[l:]
+		}
+		s, ok := next()
+		if !ok {
 			return nil, ErrBadSeq
 		}
-		b = b[n:]
 		for j, r := range ranges {
 			if uint64(r.Begin) == begin {
-				out[j] = s
+				out[j] = Pos{Node: node, Seq: s}
 			}
 		}
 	}
 	return out, nil
+}
+
+// Seqs is a vector of plain sequences, for callers that read one copy per
+// range whose nodes they know.
+func seqsAt(refs []string, seqs []uint64) []Pos {
+	out := make([]Pos, len(seqs))
+	for i := range seqs {
+		out[i] = Pos{Node: refs[i], Seq: seqs[i]}
+	}
+	return out
 }

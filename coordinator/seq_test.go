@@ -13,10 +13,10 @@ func TestSeqRoundTrip(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		seqs []uint64
+		seqs []Pos
 	}{
-		{"zero", []uint64{0, 0, 0, 0}},
-		{"mixed", []uint64{1, 0, 300, 1 << 40}},
+		{"zero", []Pos{{}, {}, {}, {}}},
+		{"mixed", []Pos{{"a@h", 1}, {"b@h", 0}, {"", 300}, {"node3@10.0.0.3", 1 << 40}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestRangeOfMatchesSplit(t *testing.T) {
 func FuzzDecodeSeq(f *testing.F) {
 	rs := SplitRanges(2)
 	ranges := []Range{{Begin: rs[0][0], End: rs[0][1]}, {Begin: rs[1][0], End: rs[1][1]}}
-	f.Add(EncodeSeq(ranges, []uint64{3, 9}))
+	f.Add(EncodeSeq(ranges, []Pos{{"n1", 3}, {"n2", 9}}))
 	f.Add("0")
 	f.Add("now")
 	f.Add("12-g1AAAA")

@@ -148,15 +148,18 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		if q > 256 {
 			return badRequest("q must be between 1 and 256")
 		}
-		if n, err := intParam(rq, "n", 1); err != nil {
+		n, err := intParam(rq, "n", 0)
+		if err != nil {
 			return err
-		} else if n != 1 {
-			return newErr(400, "bad_request", "n must be 1 on a single node")
 		}
-		if err := g.dbs.CreateDB(rq.ctx, db, q); err != nil {
+		all, err := g.dbs.CreateDB(rq.ctx, db, q, n)
+		if err != nil {
 			return err
 		}
 		rq.w.Header().Set("Location", g.base(rq)+"/"+escapeDocID(db))
+		if !all {
+			return g.writeJSON(rq, 202, okBody)
+		}
 		return g.writeJSON(rq, 201, okBody)
 	case http.MethodGet, http.MethodHead:
 		if err := g.requireMember(rq, db); err != nil {
@@ -174,8 +177,12 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		if err := requireAdmin(rq); err != nil {
 			return err
 		}
-		if err := g.dbs.DeleteDB(rq.ctx, db); err != nil {
+		all, err := g.dbs.DeleteDB(rq.ctx, db)
+		if err != nil {
 			return err
+		}
+		if !all {
+			return g.writeJSON(rq, 202, okBody)
 		}
 		return g.writeJSON(rq, 200, okBody)
 	case http.MethodPost:

@@ -20,8 +20,10 @@ import (
 
 // Databases creates, deletes and lists databases; node implements it.
 type Databases interface {
-	CreateDB(ctx context.Context, name string, q int) error
-	DeleteDB(ctx context.Context, name string) error
+	// CreateDB and DeleteDB report whether every node holding copies
+	// acknowledged (201/200) or only some (202).
+	CreateDB(ctx context.Context, name string, q, n int) (bool, error)
+	DeleteDB(ctx context.Context, name string) (bool, error)
 	AllDBs(ctx context.Context) []string
 }
 
@@ -43,10 +45,10 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Tasks is the node's active task registry (GET /_active_tasks).
 	Tasks *tasks.Registry
-	// Replicator serves /_replicate and /_scheduler (nil: 503).
-	Replicator Replicator
 	// Settings is the node's runtime configuration (/_node/_local/_config).
 	Settings Settings
+	// Replicator serves /_replicate and /_scheduler (nil: 503).
+	Replicator Replicator
 	// Cluster is the node's membership; nil on a node built without it.
 	Cluster Cluster
 }

@@ -52,9 +52,14 @@ type catalog struct {
 	disk  *shard.Disk
 	tasks *tasks.Registry
 
-	mu   sync.RWMutex // guards dbs and pids; never held across a request
+	mu sync.RWMutex // guards dbs and pids; never held across a request
+	// dbs holds every record this node knows, tombstones included: a
+	// deleted database must never come back through a late peer.
 	dbs  map[string]*pb.DbRecord
 	pids map[uint32]*actor.PID
+	// peers resolves other nodes' names for shard copies they hold; nil on
+	// a single node.
+	peers func() *memberSnapshot
 	// createMu serialises creates and deletes (handle allocation, names).
 	createMu sync.Mutex
 }
@@ -93,8 +98,14 @@ func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slo
 		}
 	}
 	for _, rec := range c.dbs {
+		if rec.Deleted {
+			continue
+		}
 		for _, s := range rec.Shards {
-			if err := c.spawn(s); err != nil {
+			if s.Node != c.node {
+				continue
+			}
+			if err := c.spawn(rec, s); err != nil {
 				return nil, err
 			}
 		}
@@ -106,10 +117,21 @@ func shardName(s *pb.ShardRef) string {
 	return fmt.Sprintf("shards/%08x-%08x/%s", s.RangeBegin, s.RangeEnd, s.Db)
 }
 
-func (c *catalog) spawn(s *pb.ShardRef) error {
+// actorName is a shard copy's registered name on its node: the range, the
+// database and its incarnation, so that any node holding the shard map can
+// address it, and a re-created database never reaches an old copy.
+func actorName(rec *pb.DbRecord, s *pb.ShardRef) string {
+	inc := rec.Uuid
+	if len(inc) > 12 {
+		inc = inc[:12]
+	}
+	return shardName(s) + "#" + inc
+}
+
+func (c *catalog) spawn(rec *pb.DbRecord, s *pb.ShardRef) error {
 	props := shard.Props(shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
 		Disk: c.disk, Tasks: c.tasks})
-	pid, err := c.sys.Root.SpawnNamed(props, fmt.Sprintf("%s#%d", shardName(s), s.Handle))
+	pid, err := c.sys.Root.SpawnNamed(props, actorName(rec, s))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)
 	}
@@ -124,7 +146,7 @@ func (c *catalog) Lookup(_ context.Context, name string) (*pb.DbRecord, error) {
 	c.mu.RLock()
 	rec, ok := c.dbs[name]
 	c.mu.RUnlock()
-	if !ok {
+	if !ok || rec.Deleted {
 		return nil, ErrDBNotFound
 	}
 	return rec, nil
@@ -132,6 +154,9 @@ func (c *catalog) Lookup(_ context.Context, name string) (*pb.DbRecord, error) {
 
 // PID implements coordinator.Placement.
 func (c *catalog) PID(ref *pb.ShardRef) *actor.PID {
+	if ref.Node != c.node {
+		return c.remotePID(ref)
+	}
 	c.mu.RLock()
 	pid := c.pids[ref.Handle]
 	c.mu.RUnlock()
@@ -146,109 +171,187 @@ func (c *catalog) PID(ref *pb.ShardRef) *actor.PID {
 func (c *catalog) List() []string {
 	c.mu.RLock()
 	out := make([]string, 0, len(c.dbs))
-	for n := range c.dbs {
-		out = append(out, n)
+	for n, rec := range c.dbs {
+		if !rec.Deleted {
+			out = append(out, n)
+		}
 	}
 	c.mu.RUnlock()
 	sort.Strings(out)
 	return out
 }
 
-// Create makes a database with q shards, writing its record and every
-// shard's initial header in one synced transaction, so that a crash leaves
-// either the whole database or none of it.
-func (c *catalog) Create(_ context.Context, name string, q int, security []byte) (*pb.DbRecord, error) {
+// Create makes a database: q ranges, each with copies on the given nodes
+// (placement computed by the caller; a single node passes itself).
+func (c *catalog) Create(_ context.Context, name string, q int, nodes []string, n int, security []byte) (*pb.DbRecord, error) {
 	c.createMu.Lock()
 	defer c.createMu.Unlock()
 	if _, err := c.Lookup(context.Background(), name); err == nil {
 		return nil, ErrDBExists
 	}
+	if len(nodes) == 0 {
+		nodes = []string{c.node}
+	}
+	if n < 1 {
+		n = 1
+	}
+	rec := &pb.DbRecord{Name: name, Q: uint32(q), N: uint32(n), CreatedUs: time.Now().UnixMicro(), Uuid: newUUID()}
+	for i, r := range coordinator.SplitRanges(q) {
+		for j := range n {
+			rec.Shards = append(rec.Shards, &pb.ShardRef{Db: name, RangeBegin: r[0], RangeEnd: r[1], Node: nodes[(i+j)%len(nodes)]})
+		}
+	}
+	if _, err := c.install(rec, security); err != nil {
+		return nil, err
+	}
+	return c.record(name), nil
+}
+
+// Delete removes a database by installing its tombstone.
+func (c *catalog) Delete(_ context.Context, name string) (*pb.DbRecord, error) {
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	rec, err := c.Lookup(context.Background(), name)
+	if err != nil {
+		return nil, err
+	}
+	tomb := proto.Clone(rec).(*pb.DbRecord)
+	tomb.Deleted, tomb.DeletedUs = true, max(time.Now().UnixMicro(), rec.CreatedUs+1)
+	if _, err := c.install(tomb, nil); err != nil {
+		return nil, err
+	}
+	return tomb, nil
+}
+
+// Apply installs a record received from another node (create, delete or
+// anti-entropy); it reports whether anything changed here.
+func (c *catalog) Apply(rec *pb.DbRecord) (bool, error) {
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	return c.install(rec, nil)
+}
+
+func stamp(r *pb.DbRecord) int64 {
+	if r.Deleted {
+		return r.DeletedUs
+	}
+	return r.CreatedUs
+}
+
+func (c *catalog) record(name string) *pb.DbRecord {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dbs[name]
+}
+
+// Records returns every record, tombstones included.
+func (c *catalog) Records() []*pb.DbRecord {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*pb.DbRecord, 0, len(c.dbs))
+	for _, r := range c.dbs {
+		out = append(out, r)
+	}
+	return out
+}
+
+// install makes in the current state of its name on this node, if it is
+// newer than what is here: local copies of a live record are created (with
+// handles of this node) in one synced transaction with the record, so a
+// crash leaves all of it or none; a tombstone, or a newer incarnation,
+// first drops the local copies of the old one. Callers hold createMu.
+func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
+	cur := c.record(in.Name)
+	if cur != nil {
+		switch {
+		case cur.Uuid == in.Uuid && cur.Deleted == in.Deleted:
+			return false, nil
+		case cur.Uuid == in.Uuid && cur.Deleted:
+			return false, nil // a tombstone is final
+		case cur.Uuid != in.Uuid && stamp(in) <= stamp(cur):
+			return false, nil
+		}
+	}
+	rec := proto.Clone(in).(*pb.DbRecord)
 	if security == nil {
 		security = DefaultSecurity
 	}
-	rec := &pb.DbRecord{Name: name, Q: uint32(q), N: 1, CreatedUs: time.Now().UnixMicro(), Uuid: newUUID()}
+	var drop []uint32
 	err := c.db.Update(func(txn *badger.Txn) error {
-		next := uint32(1)
-		if it, err := txn.Get(keyNextHandle); err == nil {
-			if err := it.Value(func(v []byte) error { next = binary.BigEndian.Uint32(v); return nil }); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
-			return err
-		}
-		for _, r := range coordinator.SplitRanges(q) {
-			ref := &pb.ShardRef{Db: name, RangeBegin: r[0], RangeEnd: r[1], Node: c.node, Handle: next}
-			next++
-			rec.Shards = append(rec.Shards, ref)
-			mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: security})
-			if err != nil {
-				return err
-			}
-			if err := txn.Set(append(shard.Prefix(ref.Handle), 'm'), mb); err != nil {
-				return err
+		if cur != nil && !cur.Deleted {
+			for _, s := range cur.Shards {
+				if s.Node == c.node {
+					drop = append(drop, s.Handle)
+					if err := txn.Set(keyDropping(s.Handle), nil); err != nil {
+						return err
+					}
+				}
 			}
 		}
-		if err := txn.Set(keyNextHandle, binary.BigEndian.AppendUint32(nil, next)); err != nil {
-			return err
+		if !rec.Deleted {
+			next := uint32(1)
+			if it, err := txn.Get(keyNextHandle); err == nil {
+				if err := it.Value(func(v []byte) error { next = binary.BigEndian.Uint32(v); return nil }); err != nil {
+					return err
+				}
+			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+			for _, ref := range rec.Shards {
+				if ref.Node != c.node {
+					ref.Handle = 0
+					continue
+				}
+				ref.Handle = next
+				next++
+				mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: security})
+				if err != nil {
+					return err
+				}
+				if err := txn.Set(append(shard.Prefix(ref.Handle), 'm'), mb); err != nil {
+					return err
+				}
+			}
+			if err := txn.Set(keyNextHandle, binary.BigEndian.AppendUint32(nil, next)); err != nil {
+				return err
+			}
 		}
 		rb, err := proto.Marshal(rec)
 		if err != nil {
 			return err
 		}
-		return txn.Set(keyDB(name), rb)
+		return txn.Set(keyDB(rec.Name), rb)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node: create %s: %w", name, err)
-	}
-	for _, s := range rec.Shards {
-		if err := c.spawn(s); err != nil {
-			return nil, err
-		}
+		return false, fmt.Errorf("node: install %s: %w", rec.Name, err)
 	}
 	c.mu.Lock()
-	c.dbs[name] = rec
-	c.mu.Unlock()
-	return rec, nil
-}
-
-// Delete removes a database: its record and drop marks go in one synced
-// transaction, then its shard actors stop and their key prefixes are
-// dropped (redone at start-up if a crash interrupts it).
-func (c *catalog) Delete(_ context.Context, name string) error {
-	c.createMu.Lock()
-	defer c.createMu.Unlock()
-	rec, err := c.Lookup(context.Background(), name)
-	if err != nil {
-		return err
-	}
-	err = c.db.Update(func(txn *badger.Txn) error {
-		for _, s := range rec.Shards {
-			if err := txn.Set(keyDropping(s.Handle), nil); err != nil {
-				return err
-			}
-		}
-		return txn.Delete(keyDB(name))
-	})
-	if err != nil {
-		return fmt.Errorf("node: delete %s: %w", name, err)
-	}
-	c.mu.Lock()
-	delete(c.dbs, name)
+	c.dbs[rec.Name] = rec
 	var pids []*actor.PID
-	for _, s := range rec.Shards {
-		if p := c.pids[s.Handle]; p != nil {
+	for _, h := range drop {
+		if p := c.pids[h]; p != nil {
 			pids = append(pids, p)
 		}
-		delete(c.pids, s.Handle)
+		delete(c.pids, h)
 	}
 	c.mu.Unlock()
 	c.stop(pids)
-	for _, s := range rec.Shards {
-		if err := c.dropHandle(s.Handle); err != nil {
-			return err
+	for _, h := range drop {
+		if err := c.dropHandle(h); err != nil {
+			return true, err
 		}
 	}
-	return nil
+	if !rec.Deleted {
+		for _, s := range rec.Shards {
+			if s.Node == c.node {
+				if err := c.spawn(rec, s); err != nil {
+					return true, err
+				}
+			}
+		}
+	}
+	c.log.Info("database record installed", "db", rec.Name, "deleted", rec.Deleted, "q", rec.Q, "n", rec.N)
+	return true, nil
 }
 
 func (c *catalog) dropHandle(h uint32) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/settee/settee/actors"
 	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/intrepl"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -52,6 +54,9 @@ func (c ClusterConfig) Validate() error {
 	return nil
 }
 
+// syncEvery is the internal replication sweep period; writes also kick it.
+const syncEvery = time.Second
+
 // joinTimeout bounds the node-to-node part of a join.
 const joinTimeout = 5 * time.Second
 
@@ -64,7 +69,10 @@ type cluster struct {
 	remote     *remote.Remote
 	addr       string // advertised node address
 	membership *actor.PID
+	dbs        *actor.PID
 	stopJoin   chan struct{}
+	snap       atomic.Pointer[memberSnapshot]
+	sync       *intrepl.Syncer
 }
 
 // startCluster starts the remote transport and the membership actor.
@@ -77,7 +85,8 @@ func (n *Node) startCluster(ctx context.Context, cc ClusterConfig, httpAddr stri
 		return err
 	}
 	self := &pb.Member{Name: n.cfg.Name, NodeAddr: addr, HttpAddr: httpAddr, JoinedUs: time.Now().UnixMicro()}
-	m, err := newMembership(self, n.db, n.log)
+	cl := &cluster{remote: r, addr: addr, stopJoin: make(chan struct{})}
+	m, err := newMembership(self, n.db, n.log, &cl.snap)
 	if err != nil {
 		r.Shutdown(false)
 		return err
@@ -87,7 +96,17 @@ func (n *Node) startCluster(ctx context.Context, cc ClusterConfig, httpAddr stri
 		r.Shutdown(false)
 		return fmt.Errorf("node: spawn membership: %w", err)
 	}
-	n.cl = &cluster{remote: r, addr: addr, membership: pid, stopJoin: make(chan struct{})}
+	cl.membership = pid
+	n.cl = cl
+	n.cat.peers = n.cl.snap.Load
+	d := &dbsActor{n: n, stop: make(chan struct{})}
+	if cl.dbs, err = n.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return d }), dbsName); err != nil {
+		r.Shutdown(false)
+		return fmt.Errorf("node: spawn dbs: %w", err)
+	}
+	cl.sync = intrepl.New(n.sys.Root, n.syncPairs, n.log.With("src", "intrepl"), syncEvery)
+	cl.sync.Start()
+	n.coord.OnWrite(cl.sync.Kick)
 	if len(cc.Join) > 0 {
 		go n.joinLoop(cc.Join)
 	}
@@ -100,6 +119,8 @@ func (n *Node) stopCluster() {
 		return
 	}
 	close(n.cl.stopJoin)
+	n.cl.sync.Stop()
+	_ = n.sys.Root.PoisonFuture(n.cl.dbs).Wait()
 	_ = n.sys.Root.PoisonFuture(n.cl.membership).Wait()
 	n.cl.remote.Shutdown(false)
 }

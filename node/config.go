@@ -15,6 +15,7 @@ type Config struct {
 	Admin    string // "user:password"; empty uses the stored admin or generates one
 	Name     string // node name, e.g. settee@127.0.0.1
 	Q        int    // default shards per new database
+	N        int    // default copies of each shard (capped by the node count)
 	// MemoryMB is the node's budget for badger's caches and memtables.
 	MemoryMB int
 	// ValueLogFileMB is the size of badger's value-log files (0: 64), the
@@ -38,6 +39,7 @@ func Default() Config {
 		HTTPAddr:        "127.0.0.1:5984",
 		Name:            "settee@127.0.0.1",
 		Q:               2,
+		N:               3,
 		MemoryMB:        256,
 		MaxDocumentSize: 8000000,
 		MaxRequestSize:  4 << 30,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,10 +41,11 @@ type membership struct {
 	seen    map[string]time.Time
 	up      map[string]bool // last logged state
 	stop    chan struct{}
+	snap    *atomic.Pointer[memberSnapshot]
 }
 
-func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger) (*membership, error) {
-	m := &membership{self: self, db: db, log: log, members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
+func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot]) (*membership, error) {
+	m := &membership{self: self, db: db, log: log, snap: snap, members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
 	err := db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte{0, 0, 0, 0, 'N'}
@@ -68,7 +70,25 @@ func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger) (*membershi
 	if err := m.store(self); err != nil {
 		return nil, err
 	}
+	m.publish(time.Now())
 	return m, nil
+}
+
+// publish makes the current view readable without a round trip.
+func (m *membership) publish(now time.Time) {
+	s := &memberSnapshot{self: m.self.Name, addr: map[string]string{}, alive: map[string]bool{m.self.Name: true}}
+	for _, mem := range m.members {
+		if mem.Removed {
+			continue
+		}
+		s.addr[mem.Name] = mem.NodeAddr
+		s.members = append(s.members, mem.Name)
+		if mem.Name != m.self.Name && now.Sub(m.seen[mem.Name]) < downAfter {
+			s.alive[mem.Name] = true
+		}
+	}
+	sort.Strings(s.members)
+	m.snap.Store(s)
 }
 
 func (m *membership) store(mem *pb.Member) error {
@@ -113,6 +133,7 @@ func (m *membership) merge(list []*pb.Member) bool {
 			continue
 		}
 		changed = true
+		defer m.publish(time.Now())
 		m.log.Info("membership changed", "member", in.Name, "removed", in.Removed, "node_addr", in.NodeAddr)
 	}
 	return changed
@@ -159,11 +180,16 @@ func (m *membership) Receive(ctx actor.Context) {
 			}
 		}
 		m.logTransitions(time.Now())
+		m.publish(time.Now())
 	case *pb.Ping:
 		m.seen[msg.From] = time.Now()
 		ctx.Respond(&pb.Pong{From: m.self.Name})
 	case *pb.Pong:
+		_, wasAlive := m.snap.Load().alive[msg.From]
 		m.seen[msg.From] = time.Now()
+		if !wasAlive {
+			m.publish(time.Now())
+		}
 	case *pb.JoinRequest:
 		if msg.Member == nil || msg.Member.Name == "" || msg.Member.NodeAddr == "" {
 			ctx.Respond(&pb.MemberList{From: m.self.Name})

@@ -101,7 +101,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.coord = coordinator.New(n.sys.Root, n.cat)
 	for _, sysdb := range []string{"_users", "_replicator"} {
 		if _, err := n.cat.Lookup(ctx, sysdb); errors.Is(err, ErrDBNotFound) {
-			if _, err := n.cat.Create(ctx, sysdb, 1, nil); err != nil {
+			if _, err := n.cat.Create(ctx, sysdb, 1, nil, 1, nil); err != nil {
 				return fail(err)
 			}
 		}
@@ -109,10 +109,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startCluster(ctx, cfg.Cluster, cfg.HTTPAddr); err != nil {
 		return fail(err)
 	}
+	n.startReplicator()
 	if err := n.startSmoosh(); err != nil {
 		return fail(err)
 	}
-	n.startReplicator()
 	gw, err := httpgw.New(httpgw.Config{
 		Replicator:      n.rep,
 		Cluster:         n,
@@ -163,8 +163,8 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
 		}
 		n.stopCluster()
-		n.smoosh.Stop()
 		n.rep.Close()
+		n.smoosh.Stop()
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		n.disk.Close()
@@ -177,21 +177,22 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.closeErr
 }
 
-// CreateDB implements httpgw.Databases.
-func (n *Node) CreateDB(ctx context.Context, name string, q int) error {
+// CreateDB implements httpgw.Databases: q ranges, n copies each (0:
+// defaults); accepted is false when a member did not acknowledge (202).
+func (n *Node) CreateDB(ctx context.Context, name string, q, copies int) (bool, error) {
 	if q <= 0 {
 		q = n.cfg.Q
 	}
-	_, err := n.cat.Create(ctx, name, q, nil)
+	all, err := n.createDB(ctx, name, q, copies)
 	if errors.Is(err, ErrDBExists) {
-		return httpgw.ErrDBExists
+		return false, httpgw.ErrDBExists
 	}
-	return err
+	return all, err
 }
 
 // DeleteDB implements httpgw.Databases.
-func (n *Node) DeleteDB(ctx context.Context, name string) error {
-	return n.cat.Delete(ctx, name)
+func (n *Node) DeleteDB(ctx context.Context, name string) (bool, error) {
+	return n.deleteDB(ctx, name)
 }
 
 // AllDBs implements httpgw.Databases.

@@ -94,7 +94,12 @@ func startRemote(sys *actor.ActorSystem, addr, advertise, secret string) (r *rem
 	if advertise != "" {
 		opts = append(opts, remote.WithAdvertisedHost(advertise))
 	}
-	r = remote.NewRemote(sys, remote.Configure(host, port, opts...))
+	rc := remote.Configure(host, port, opts...)
+	// protoactor retries a failed connection 5 times with 2 s sleeps while
+	// messages to that node pile up; a node that is down is already
+	// handled by liveness, and the next message dials afresh
+	rc.MaxRetryCount = 1
+	r = remote.NewRemote(sys, rc)
 	defer func() {
 		// remote.Start panics when it cannot listen
 		if p := recover(); p != nil {

@@ -1,3 +1,11 @@
+//go:build !race
+
+// Several nodes in one process start several protoactor remotes, and each
+// remote's Start rewrites grpc's global logger while the others' gRPC
+// servers read it: a race in the libraries, harmless with one node per
+// process (as in production). These tests run without -race (make test runs
+// them in a second pass).
+
 package node
 
 import (

@@ -378,11 +378,127 @@ func (x *MembersReply) GetAlive() []string {
 	return nil
 }
 
+// DbRecords carries shard maps (the _dbs database) between nodes: a create,
+// a delete (tombstone) or the periodic anti-entropy push. A node applies a
+// record it lacks, or a newer incarnation, and creates or drops the shard
+// copies the map gives it.
+type DbRecords struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*DbRecord            `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	Reply         bool                   `protobuf:"varint,3,opt,name=reply,proto3" json:"reply,omitempty"` // the sender waits for a DbRecordsAck
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DbRecords) Reset() {
+	*x = DbRecords{}
+	mi := &file_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DbRecords) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DbRecords) ProtoMessage() {}
+
+func (x *DbRecords) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DbRecords.ProtoReflect.Descriptor instead.
+func (*DbRecords) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DbRecords) GetRecords() []*DbRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *DbRecords) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *DbRecords) GetReply() bool {
+	if x != nil {
+		return x.Reply
+	}
+	return false
+}
+
+type DbRecordsAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DbRecordsAck) Reset() {
+	*x = DbRecordsAck{}
+	mi := &file_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DbRecordsAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DbRecordsAck) ProtoMessage() {}
+
+func (x *DbRecordsAck) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DbRecordsAck.ProtoReflect.Descriptor instead.
+func (*DbRecordsAck) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DbRecordsAck) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *DbRecordsAck) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\rcluster.proto\x12\x06settee\"\x8d\x01\n" +
+	"\rcluster.proto\x12\x06settee\x1a\fsettee.proto\"\x8d\x01\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tnode_addr\x18\x02 \x01(\tR\bnodeAddr\x12\x1b\n" +
@@ -403,7 +519,14 @@ const file_cluster_proto_rawDesc = "" +
 	"GetMembers\"N\n" +
 	"\fMembersReply\x12(\n" +
 	"\amembers\x18\x01 \x03(\v2\x0e.settee.MemberR\amembers\x12\x14\n" +
-	"\x05alive\x18\x02 \x03(\tR\x05aliveB#Z!github.com/settee/settee/proto;pbb\x06proto3"
+	"\x05alive\x18\x02 \x03(\tR\x05alive\"a\n" +
+	"\tDbRecords\x12*\n" +
+	"\arecords\x18\x01 \x03(\v2\x10.settee.DbRecordR\arecords\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
+	"\x05reply\x18\x03 \x01(\bR\x05reply\"G\n" +
+	"\fDbRecordsAck\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12#\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -417,7 +540,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_cluster_proto_goTypes = []any{
 	(*Member)(nil),       // 0: settee.Member
 	(*JoinRequest)(nil),  // 1: settee.JoinRequest
@@ -426,16 +549,22 @@ var file_cluster_proto_goTypes = []any{
 	(*Pong)(nil),         // 4: settee.Pong
 	(*GetMembers)(nil),   // 5: settee.GetMembers
 	(*MembersReply)(nil), // 6: settee.MembersReply
+	(*DbRecords)(nil),    // 7: settee.DbRecords
+	(*DbRecordsAck)(nil), // 8: settee.DbRecordsAck
+	(*DbRecord)(nil),     // 9: settee.DbRecord
+	(*Error)(nil),        // 10: settee.Error
 }
 var file_cluster_proto_depIdxs = []int32{
-	0, // 0: settee.JoinRequest.member:type_name -> settee.Member
-	0, // 1: settee.MemberList.members:type_name -> settee.Member
-	0, // 2: settee.MembersReply.members:type_name -> settee.Member
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: settee.JoinRequest.member:type_name -> settee.Member
+	0,  // 1: settee.MemberList.members:type_name -> settee.Member
+	0,  // 2: settee.MembersReply.members:type_name -> settee.Member
+	9,  // 3: settee.DbRecords.records:type_name -> settee.DbRecord
+	10, // 4: settee.DbRecordsAck.error:type_name -> settee.Error
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -443,13 +572,14 @@ func file_cluster_proto_init() {
 	if File_cluster_proto != nil {
 		return
 	}
+	file_settee_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -592,7 +592,9 @@ type DbRecord struct {
 	N             uint32                 `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
 	Shards        []*ShardRef            `protobuf:"bytes,4,rep,name=shards,proto3" json:"shards,omitempty"`
 	CreatedUs     int64                  `protobuf:"varint,5,opt,name=created_us,json=createdUs,proto3" json:"created_us,omitempty"` // creation time, microseconds since epoch
-	Uuid          string                 `protobuf:"bytes,6,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Uuid          string                 `protobuf:"bytes,6,opt,name=uuid,proto3" json:"uuid,omitempty"`                             // this incarnation of the name
+	Deleted       bool                   `protobuf:"varint,7,opt,name=deleted,proto3" json:"deleted,omitempty"`                      // a tombstone: a deleted database never comes back
+	DeletedUs     int64                  `protobuf:"varint,8,opt,name=deleted_us,json=deletedUs,proto3" json:"deleted_us,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -667,6 +669,20 @@ func (x *DbRecord) GetUuid() string {
 		return x.Uuid
 	}
 	return ""
+}
+
+func (x *DbRecord) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+func (x *DbRecord) GetDeletedUs() int64 {
+	if x != nil {
+		return x.DeletedUs
+	}
+	return 0
 }
 
 // Error is an error that crosses actors and nodes. Code is a CouchDB error
@@ -3345,7 +3361,7 @@ const file_settee_proto_rawDesc = "" +
 	"rangeBegin\x12\x1b\n" +
 	"\trange_end\x18\x03 \x01(\rR\brangeEnd\x12\x12\n" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x16\n" +
-	"\x06handle\x18\x05 \x01(\rR\x06handle\"\x97\x01\n" +
+	"\x06handle\x18\x05 \x01(\rR\x06handle\"\xd0\x01\n" +
 	"\bDbRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\f\n" +
 	"\x01q\x18\x02 \x01(\rR\x01q\x12\f\n" +
@@ -3353,7 +3369,10 @@ const file_settee_proto_rawDesc = "" +
 	"\x06shards\x18\x04 \x03(\v2\x10.settee.ShardRefR\x06shards\x12\x1d\n" +
 	"\n" +
 	"created_us\x18\x05 \x01(\x03R\tcreatedUs\x12\x12\n" +
-	"\x04uuid\x18\x06 \x01(\tR\x04uuid\"3\n" +
+	"\x04uuid\x18\x06 \x01(\tR\x04uuid\x12\x18\n" +
+	"\adeleted\x18\a \x01(\bR\adeleted\x12\x1d\n" +
+	"\n" +
+	"deleted_us\x18\b \x01(\x03R\tdeletedUs\"3\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"3\n" +

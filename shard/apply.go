@@ -272,7 +272,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 			length = uint64(len(a.Data))
 		}
 		atts = append(atts, &pb.AttMeta{Name: a.Name, ContentType: a.ContentType, Digest: a.Digest,
-			Length: length, Revpos: newPos, Encoding: a.Encoding, EncodedLength: a.EncodedLength})
+			Length: length, Revpos: attRevpos(a, newPos, newEdits), Encoding: a.Encoding, EncodedLength: a.EncodedLength})
 	}
 
 	meta.UpdateSeq++
@@ -494,4 +494,13 @@ func leafBytes(info *pb.FullDocInfo) int64 {
 		n += int64(info.Nodes[l.Index].BodySize)
 	}
 	return n
+}
+
+// attRevpos is the generation an attachment was added in: a new edit adds
+// it now; a replicated revision keeps the source's revpos.
+func attRevpos(a *pb.Att, newPos uint64, newEdits bool) uint64 {
+	if !newEdits && a.Revpos > 0 && a.Revpos <= newPos {
+		return a.Revpos
+	}
+	return newPos
 }

@@ -1,0 +1,253 @@
+package intrepl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/actors"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// passTimeout bounds one pair's pass.
+const passTimeout = 5 * time.Second
+
+// Pair is one direction of sync: a local copy and a copy of the same range
+// on another node.
+type Pair struct {
+	Key      string // stable name of the pair, for state and logs
+	Local    *actor.PID
+	Peer     *actor.PID
+	PeerNode string
+}
+
+// Source lists the pairs to keep in sync now (live databases with n > 1,
+// peers on live nodes); node implements it.
+type Source func() []Pair
+
+// Syncer runs sync passes. It owns one goroutine, stopped by Stop.
+type Syncer struct {
+	root   *actor.RootContext
+	src    Source
+	log    *slog.Logger
+	every  time.Duration
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	synced map[string]uint64 // pair key -> local update_seq pushed
+}
+
+// New returns a syncer sweeping every d.
+func New(root *actor.RootContext, src Source, log *slog.Logger, d time.Duration) *Syncer {
+	return &Syncer{root: root, src: src, log: log, every: d, kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), synced: map[string]uint64{}}
+}
+
+// Start starts the loop.
+func (s *Syncer) Start() { go s.loop() }
+
+// Stop ends the loop and waits for the pass in progress.
+func (s *Syncer) Stop() {
+	close(s.stop)
+	<-s.done
+}
+
+// Kick asks for a pass soon; many kicks coalesce into one pass.
+func (s *Syncer) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Syncer) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.sweep()
+	}
+}
+
+// sweep pushes every pair whose local copy changed since its last push.
+func (s *Syncer) sweep() {
+	for _, p := range s.src() {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		// short: a peer that just died must not hold the sweep (or Stop)
+		// for long; liveness drops it from the pairs within seconds
+		ctx, cancel := context.WithTimeout(context.Background(), passTimeout)
+		info, err := actors.Ask[*pb.ShardInfo](ctx, s.root, p.Local, &pb.GetShardInfo{})
+		if err != nil || info.Meta == nil {
+			cancel()
+			continue
+		}
+		s.mu.Lock()
+		done := s.synced[p.Key]
+		s.mu.Unlock()
+		if info.Meta.UpdateSeq == done {
+			cancel()
+			continue
+		}
+		n, err := Push(ctx, s.root, p)
+		cancel()
+		if err != nil {
+			s.log.Warn("internal replication", "pair", p.Key, "err", err)
+			continue
+		}
+		if n > 0 {
+			s.log.Debug("internal replication pushed", "pair", p.Key, "revs", n)
+		}
+		s.mu.Lock()
+		s.synced[p.Key] = info.Meta.UpdateSeq
+		s.mu.Unlock()
+	}
+}
+
+// checkpoint is the _local doc a local copy keeps per peer.
+type checkpoint struct {
+	Seq uint64 `json:"seq"`
+}
+
+func checkpointID(peer string) string { return "_local/shard-sync-" + peer }
+
+// Push sends a peer everything the local copy has that it lacks, from the
+// checkpoint on, and advances the checkpoint after each page the peer has
+// committed. It returns how many revisions it wrote.
+func Push(ctx context.Context, root *actor.RootContext, p Pair) (int, error) {
+	var cp checkpoint
+	if r, err := actors.Ask[*pb.LocalReply](ctx, root, p.Local, &pb.GetLocal{Id: checkpointID(p.PeerNode)}); err == nil && r.Doc != nil {
+		_ = json.Unmarshal(r.Doc.Json, &cp)
+	}
+	written := 0
+	for {
+		page, err := actors.Ask[*pb.ChangesReply](ctx, root, p.Local, &pb.ReadChanges{Since: cp.Seq, Limit: 500})
+		if err != nil {
+			return written, fmt.Errorf("read changes: %w", err)
+		}
+		if page.Error != nil {
+			return written, page.Error
+		}
+		if len(page.Rows) == 0 {
+			return written, nil
+		}
+		n, err := pushPage(ctx, root, p, page.Rows)
+		written += n
+		if err != nil {
+			return written, err
+		}
+		cp.Seq = page.Rows[len(page.Rows)-1].Info.Seq
+		b, _ := json.Marshal(cp)
+		if r, err := actors.Ask[*pb.LocalReply](ctx, root, p.Local, &pb.PutLocal{Id: checkpointID(p.PeerNode), Json: b}); err != nil {
+			return written, fmt.Errorf("checkpoint: %w", err)
+		} else if r.Error != nil {
+			return written, r.Error
+		}
+		if !page.More {
+			return written, nil
+		}
+	}
+}
+
+// pushPage sends the missing revisions of one page of changes: one rev
+// tree request for the page, all body reads sent before any is awaited,
+// one write that the peer answers after its commit.
+func pushPage(ctx context.Context, root *actor.RootContext, p Pair, rows []*pb.Row) (int, error) {
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.Info.Id
+	}
+	peer, err := actors.Ask[*pb.DocInfosReply](ctx, root, p.Peer, &pb.GetDocInfos{Ids: ids})
+	if err != nil {
+		return 0, fmt.Errorf("peer rev trees: %w", err)
+	}
+	if peer.Error != nil {
+		return 0, peer.Error
+	}
+	type fetch struct {
+		info *pb.FullDocInfo
+		f    *actor.Future
+	}
+	var fetches []fetch
+	to := actors.Timeout(ctx)
+	for i, r := range rows {
+		var missing []string
+		for _, l := range revtree.Leaves(r.Info) {
+			if i >= len(peer.Infos) || revtree.Find(peer.Infos[i], l.Rev) < 0 {
+				missing = append(missing, l.Rev.String())
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		f := root.RequestFuture(p.Local, &pb.GetDoc{Id: r.Info.Id, Revs: missing, WithAttsData: true}, to)
+		fetches = append(fetches, fetch{r.Info, f})
+	}
+	var docs []*pb.DocUpdate
+	for _, fe := range fetches {
+		reply, err := actors.Await[*pb.DocReply](ctx, fe.f)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", fe.info.Id, err)
+		}
+		if reply.Error != nil {
+			return 0, reply.Error
+		}
+		info := reply.Info
+		if info == nil {
+			continue
+		}
+		for _, b := range reply.Bodies {
+			if b.Missing {
+				continue // compacted or purged meanwhile
+			}
+			r, err := revtree.ParseRev(b.Rev)
+			if err != nil {
+				continue
+			}
+			path := revtree.Path(info, revtree.Find(info, r))
+			hashes := make([]string, len(path))
+			for k, pr := range path {
+				hashes[k] = pr.Hash
+			}
+			u := &pb.DocUpdate{Tag: uint32(len(docs)), Id: info.Id, Body: b.Json, Deleted: b.Deleted,
+				Revisions: &pb.Revisions{Start: r.Pos, Ids: hashes}, HasAtts: len(b.Atts) > 0}
+			for k, a := range b.Atts {
+				if k >= len(b.AttData) {
+					break
+				}
+				u.Atts = append(u.Atts, &pb.Att{Name: a.Name, ContentType: a.ContentType, Data: b.AttData[k],
+					Digest: a.Digest, Length: a.Length, Encoding: a.Encoding, EncodedLength: a.EncodedLength, Revpos: a.Revpos})
+			}
+			docs = append(docs, u)
+		}
+	}
+	if len(docs) == 0 {
+		return 0, nil
+	}
+	res, err := actors.Ask[*pb.UpdateResult](ctx, root, p.Peer, &pb.UpdateDocs{Docs: docs, NewEdits: false, Reply: true})
+	if err != nil {
+		return 0, fmt.Errorf("write to peer: %w", err)
+	}
+	for _, r := range res.Results {
+		if r.Error != nil {
+			return 0, fmt.Errorf("peer refused %s: %w", r.Id, r.Error)
+		}
+	}
+	return len(docs), nil
+}

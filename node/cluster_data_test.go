@@ -1,0 +1,215 @@
+//go:build !race
+
+// Several nodes in one process start several protoactor remotes, and each
+// remote's Start rewrites grpc's global logger while the others' gRPC
+// servers read it: a race in the libraries, harmless with one node per
+// process (as in production). These tests run without -race (make test runs
+// them in a second pass).
+
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/settee/settee/internal/testcluster"
+)
+
+type docRev struct {
+	ID  string `json:"_id"`
+	Rev string `json:"_rev"`
+	N   int    `json:"n"`
+}
+
+func writeDocs(t *testing.T, c *testcluster.Cluster, node int, db, prefix string, from, to int) (accepted int) {
+	t.Helper()
+	var docs []string
+	for i := from; i < to; i++ {
+		docs = append(docs, fmt.Sprintf(`{"_id":"%s%03d","n":%d}`, prefix, i, i))
+	}
+	st, body := c.Do(node, "POST", "/"+db+"/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`)
+	if st != 201 && st != 202 {
+		t.Fatalf("bulk on node %d: %d %s", node, st, body)
+	}
+	var res []struct{ Error string }
+	_ = json.Unmarshal(body, &res)
+	for _, r := range res {
+		if r.Error != "" {
+			t.Fatalf("bulk on node %d: %s", node, body)
+		}
+	}
+	if st == 202 {
+		accepted = len(docs)
+	}
+	return accepted
+}
+
+func allIDs(t *testing.T, c *testcluster.Cluster, node int, db string) []string {
+	t.Helper()
+	st, body := c.Do(node, "GET", "/"+db+"/_all_docs", "")
+	if st != 200 {
+		t.Fatalf("_all_docs on node %d: %d %s", node, st, body)
+	}
+	var ad struct{ Rows []struct{ ID string } }
+	if err := json.Unmarshal(body, &ad); err != nil {
+		t.Fatalf("_all_docs on node %d: %v %s", node, err, body)
+	}
+	ids := make([]string, len(ad.Rows))
+	for i, r := range ad.Rows {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func TestClusterQuorumAndCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	t0 := time.Now()
+	lg := func(m string) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), m) }
+	c := testcluster.New(t, 3)
+	lg("started")
+	c.Join()
+	lg("joined")
+	if st, body := c.Do(0, "PUT", "/cdb?q=4&n=3", ""); st != 201 {
+		t.Fatalf("create q=4 n=3: %d %s", st, body)
+	}
+	// the shard map reaches every node
+	c.WaitFor(10*time.Second, func() error {
+		for i := range 3 {
+			if st, body := c.Do(i, "GET", "/cdb", ""); st != 200 || !strings.Contains(string(body), `"n":3`) {
+				return fmt.Errorf("node %d: %d %s", i, st, body)
+			}
+		}
+		return nil
+	})
+	if got := writeDocs(t, c, 0, "cdb", "a", 0, 100); got != 0 {
+		t.Fatalf("writes with all nodes up answered 202")
+	}
+	// written through node 1, visible through the others
+	for i := range 3 {
+		if ids := allIDs(t, c, i, "cdb"); len(ids) != 100 {
+			t.Fatalf("node %d sees %d docs", i, len(ids))
+		}
+	}
+
+	// one node down: writes still reach w=2 copies (201), reads and
+	// _changes still complete
+	lg("stop2")
+	c.Stop(2)
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(0); len(m.AllNodes) != 2 {
+			return fmt.Errorf("node3 still seen: %+v", m)
+		}
+		return nil
+	})
+	lg("write b")
+	if got := writeDocs(t, c, 1, "cdb", "b", 0, 50); got != 0 {
+		t.Fatalf("writes with 2 of 3 nodes up answered 202, want 201")
+	}
+	if ids := allIDs(t, c, 0, "cdb"); len(ids) != 150 {
+		t.Fatalf("after node3 stopped, node1 sees %d docs", len(ids))
+	}
+	st, body := c.Do(1, "GET", "/cdb/_changes", "")
+	var ch struct{ Results []json.RawMessage }
+	if st != 200 || json.Unmarshal(body, &ch) != nil || len(ch.Results) != 150 {
+		t.Fatalf("_changes with a node down: %d, %d rows", st, len(ch.Results))
+	}
+
+	// node 3 comes back and catches up by itself: then it alone serves
+	// every document
+	lg("restart2")
+	c.Restart(2)
+	c.WaitFor(30*time.Second, func() error {
+		if ids := allIDs(t, c, 2, "cdb"); len(ids) != 150 {
+			return fmt.Errorf("node3 has %d docs after restart", len(ids))
+		}
+		return nil
+	})
+	lg("c.Stop(0)")
+	c.Stop(0)
+	lg("stopped 0")
+	c.Stop(1)
+	lg("stopped 1")
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(2); len(m.AllNodes) != 1 {
+			return fmt.Errorf("node3 still sees %v", m.AllNodes)
+		}
+		return nil
+	})
+	lg("alone")
+	ids := allIDs(t, c, 2, "cdb")
+	if len(ids) != 150 || !sort.StringsAreSorted(ids) {
+		t.Fatalf("node3 alone serves %d docs", len(ids))
+	}
+	for _, id := range []string{"a000", "a099", "b000", "b049"} {
+		if st, body := c.Do(2, "GET", "/cdb/"+id, ""); st != 200 {
+			t.Fatalf("GET %s from node3 alone: %d %s", id, st, body)
+		}
+	}
+	// with two of three down a write answers 202 (one copy)...
+	if got := writeDocs(t, c, 2, "cdb", "c", 0, 10); got != 10 {
+		t.Fatalf("writes with 1 of 3 nodes up: %d accepted, want 202 for all", got)
+	}
+	// ...and reaches the others when they return
+	lg("c.Restart(0)")
+	c.Restart(0)
+	lg("restarted 0")
+	c.Restart(1)
+	lg("restarted 1")
+	c.WaitFor(30*time.Second, func() error {
+		lg(fmt.Sprintf("membership %v", c.Membership(0)))
+		for _, i := range []int{0, 1} {
+			st, body := c.Do(i, "GET", "/cdb/c005", "")
+			if st != 200 {
+				return fmt.Errorf("node %d: c005 %d %s", i, st, body)
+			}
+		}
+		return nil
+	})
+}
+
+func TestClusterCreateAndDeleteWhileNodeDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	c := testcluster.New(t, 3)
+	c.Join()
+	if st, body := c.Do(0, "PUT", "/old?n=3", ""); st != 201 {
+		t.Fatalf("create old: %d %s", st, body)
+	}
+	c.Stop(2)
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(0); len(m.AllNodes) != 2 {
+			return fmt.Errorf("node3 still seen: %+v", m)
+		}
+		return nil
+	})
+	if st, body := c.Do(0, "PUT", "/fresh?n=3", ""); st != 202 {
+		t.Fatalf("create with a node down: %d %s, want 202", st, body)
+	}
+	if st, body := c.Do(1, "DELETE", "/old", ""); st != 202 {
+		t.Fatalf("delete with a node down: %d %s, want 202", st, body)
+	}
+	c.Restart(2)
+	c.WaitFor(30*time.Second, func() error {
+		if st, _ := c.Do(2, "GET", "/fresh", ""); st != 200 {
+			return fmt.Errorf("node3 does not know fresh yet: %d", st)
+		}
+		if st, _ := c.Do(2, "GET", "/old", ""); st != 404 {
+			return fmt.Errorf("node3 still has old: %d", st)
+		}
+		return nil
+	})
+	// a deleted database never comes back through anti-entropy
+	time.Sleep(6 * time.Second)
+	for i := range 3 {
+		if st, _ := c.Do(i, "GET", "/old", ""); st != 404 {
+			t.Fatalf("node %d: deleted db is back: %d", i, st)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/actors"
+	"github.com/settee/settee/intrepl"
+	pb "github.com/settee/settee/proto"
+)
+
+// The _dbs database of CouchDB: each database's shard map, on every node.
+// A create or delete is installed here and sent to every member; a member
+// that was down gets it from the periodic anti-entropy push, so creates
+// and deletes made meanwhile converge, and a tombstone keeps a deleted
+// database from coming back.
+
+const (
+	dbsName          = "dbs"
+	antiEntropyEvery = 5 * time.Second
+)
+
+// memberSnapshot is the membership actor's published view, read by the
+// catalog and the coordinator without a round trip.
+type memberSnapshot struct {
+	self    string
+	addr    map[string]string // node name -> node address
+	alive   map[string]bool
+	members []string // not removed, sorted
+}
+
+func (s *memberSnapshot) isAlive(name string) bool {
+	return s == nil || name == s.self || s.alive[name]
+}
+
+// remotePID addresses a copy held by another node.
+func (c *catalog) remotePID(ref *pb.ShardRef) *actor.PID {
+	rec := c.record(ref.Db)
+	var snap *memberSnapshot
+	if c.peers != nil {
+		snap = c.peers()
+	}
+	if rec == nil || snap == nil || snap.addr[ref.Node] == "" {
+		return actor.NewPID("nonhost", "unknown-node/"+ref.Node)
+	}
+	return actor.NewPID(snap.addr[ref.Node], actorName(rec, ref))
+}
+
+// Alive implements coordinator.Liveness: copies on nodes that missed their
+// heartbeats are skipped instead of costing a timeout.
+func (c *catalog) Alive(node string) bool {
+	if node == c.node || c.peers == nil {
+		return true
+	}
+	return c.peers().isAlive(node)
+}
+
+// localRecord: system databases are each node's own.
+func localRecord(name string) bool { return strings.HasPrefix(name, "_") }
+
+// dbsActor receives shard maps from other nodes and pushes this node's to
+// them now and then.
+type dbsActor struct {
+	n    *Node
+	stop chan struct{}
+}
+
+type pushTick struct{}
+
+func (d *dbsActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		go func() {
+			t := time.NewTicker(antiEntropyEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					root.Send(self, pushTick{})
+				case <-d.stop:
+					return
+				}
+			}
+		}()
+	case *actor.Stopping:
+		close(d.stop)
+	case *pb.DbRecords:
+		// installing may create or drop shards: off the mailbox
+		n, sender, reply := d.n, ctx.Sender(), m.Reply
+		root := ctx.ActorSystem().Root
+		go func() {
+			var firstErr error
+			for _, rec := range m.Records {
+				if localRecord(rec.Name) {
+					continue
+				}
+				if _, err := n.cat.Apply(rec); err != nil && firstErr == nil {
+					firstErr = err
+					n.log.Error("dbs: apply", "db", rec.Name, "err", err)
+				}
+			}
+			if reply && sender != nil {
+				ack := &pb.DbRecordsAck{From: n.cfg.Name}
+				if firstErr != nil {
+					ack.Error = &pb.Error{Code: "internal_error", Reason: firstErr.Error()}
+				}
+				root.Send(sender, ack)
+			}
+		}()
+	case pushTick:
+		var recs []*pb.DbRecord
+		for _, r := range d.n.cat.Records() {
+			if !localRecord(r.Name) {
+				recs = append(recs, r)
+			}
+		}
+		if len(recs) == 0 {
+			return
+		}
+		snap := d.n.snapshot()
+		for _, name := range snap.members {
+			if name != snap.self && snap.alive[name] {
+				ctx.Send(actor.NewPID(snap.addr[name], dbsName), &pb.DbRecords{Records: recs, From: snap.self})
+			}
+		}
+	}
+}
+
+func (n *Node) snapshot() *memberSnapshot {
+	if n.cl == nil {
+		return &memberSnapshot{self: n.cfg.Name, addr: map[string]string{}, alive: map[string]bool{n.cfg.Name: true}, members: []string{n.cfg.Name}}
+	}
+	return n.cl.snap.Load()
+}
+
+// ErrQuorum is returned when a shard map cannot be met (n > nodes).
+var ErrQuorum = errors.New("node: not enough nodes")
+
+// createDB creates a database across the cluster: n copies of each of q
+// ranges spread over the members, installed here and sent to every live
+// member. It reports whether every member answered (201) or not (202).
+func (n *Node) createDB(ctx context.Context, name string, q, copies int) (bool, error) {
+	snap := n.snapshot()
+	members := snap.members
+	if localRecord(name) || n.cl == nil {
+		members = []string{n.cfg.Name}
+	}
+	if copies <= 0 {
+		copies = min(n.cfg.N, len(members))
+		if copies <= 0 {
+			copies = 1
+		}
+	}
+	if copies > len(members) {
+		return false, fmt.Errorf("%w: n=%d copies but %d nodes in the cluster", ErrQuorum, copies, len(members))
+	}
+	// rotate the start so that databases do not all put range 0 on the
+	// same node
+	start := int(crc(name)) % len(members)
+	order := append(slices.Clone(members[start:]), members[:start]...)
+	rec, err := n.cat.Create(ctx, name, q, order, copies, nil)
+	if err != nil {
+		return false, err
+	}
+	if localRecord(name) || n.cl == nil {
+		return true, nil
+	}
+	return n.broadcast(ctx, rec), nil
+}
+
+// deleteDB deletes a database everywhere (a tombstone, spread like a create).
+func (n *Node) deleteDB(ctx context.Context, name string) (bool, error) {
+	tomb, err := n.cat.Delete(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if localRecord(name) || n.cl == nil {
+		return true, nil
+	}
+	return n.broadcast(ctx, tomb), nil
+}
+
+// broadcast sends a record to every other member and waits (bounded) for
+// their acks; it reports whether all members acknowledged.
+func (n *Node) broadcast(ctx context.Context, rec *pb.DbRecord) bool {
+	snap := n.snapshot()
+	msg := &pb.DbRecords{Records: []*pb.DbRecord{rec}, From: n.cfg.Name, Reply: true}
+	var futures []*actor.Future
+	all := true
+	for _, name := range snap.members {
+		if name == n.cfg.Name {
+			continue
+		}
+		if !snap.alive[name] {
+			all = false // it gets the record from anti-entropy when back
+			continue
+		}
+		futures = append(futures, n.sys.Root.RequestFuture(actor.NewPID(snap.addr[name], dbsName), msg, 10*time.Second))
+	}
+	for _, f := range futures {
+		ack, err := actors.Await[*pb.DbRecordsAck](ctx, f)
+		if err != nil || ack.Error != nil {
+			all = false
+		}
+	}
+	return all
+}
+
+func crc(s string) uint32 {
+	var h uint32 = 2166136261
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// Self implements coordinator.Placement.
+func (c *catalog) Self() string { return c.node }
+
+// syncPairs lists the internal replication pairs of this node: each local
+// copy of a database with n > 1, towards each copy of its range on another
+// live node.
+func (n *Node) syncPairs() []intrepl.Pair {
+	var out []intrepl.Pair
+	for _, rec := range n.cat.Records() {
+		if rec.Deleted || rec.N < 2 {
+			continue
+		}
+		for _, local := range rec.Shards {
+			if local.Node != n.cfg.Name {
+				continue
+			}
+			lpid := n.cat.PID(local)
+			for _, peer := range rec.Shards {
+				if peer.Node == n.cfg.Name || peer.RangeBegin != local.RangeBegin || !n.cat.Alive(peer.Node) {
+					continue
+				}
+				out = append(out, intrepl.Pair{
+					Key:      rec.Uuid + "/" + shardName(local) + "->" + peer.Node,
+					Local:    lpid,
+					Peer:     n.cat.PID(peer),
+					PeerNode: peer.Node,
+				})
+			}
+		}
+	}
+	return out
+}
