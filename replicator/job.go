@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -91,6 +92,14 @@ func newJobProps(cfg *jobConfig) *actor.Props {
 }
 
 func (j *jobActor) Receive(ctx actor.Context) {
+	defer func() {
+		// a job is not restarted in place (its children and session would
+		// be half gone): a panic fails it, and the scheduler retries it
+		if r := recover(); r != nil {
+			j.cfg.log.Error("replicator: job panicked", "rep_id", j.cfg.repID, "panic", r, "stack", string(debug.Stack()))
+			j.fail(ctx, fmt.Errorf("replicator: job crashed: %v", r))
+		}
+	}()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if err := j.start(ctx); err != nil {

@@ -87,7 +87,7 @@ func (w *worker) Receive(ctx actor.Context) {
 			if w.cfg.ctx.Err() != nil {
 				return
 			}
-			ctx.Send(w.job, &pb.RepBatchDone{Ordinal: m.Ordinal, Error: &pb.Error{Code: "worker", Reason: err.Error()}})
+			ctx.Request(w.job, &pb.RepBatchDone{Ordinal: m.Ordinal, Error: &pb.Error{Code: "worker", Reason: err.Error()}})
 			return
 		}
 		ctx.Request(w.batcher, &pb.RepFlush{})
@@ -104,7 +104,8 @@ func (w *worker) Receive(ctx actor.Context) {
 			done.Stats = w.stats
 		}
 		w.cur = nil
-		ctx.Send(w.job, done)
+		// a request, so the job knows which worker is idle again
+		ctx.Request(w.job, done)
 	}
 }
 

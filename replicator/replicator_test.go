@@ -238,7 +238,9 @@ func TestLocalVsHTTP(t *testing.T) {
 	loadDocs(t, a, "src", 0, 40, `,"nested":{"a":[1,2,{"b":"c"}]}`)
 	must(t, a, "POST", "/src/_bulk_docs", `{"new_edits":false,"docs":[{"_id":"d005","_rev":"1-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","x":1}]}`, 201)
 	must(t, a, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": dbURL(a, "viahttp"), "create_target": true}, 200)
-	must(t, a, "POST", "/_replicate", map[string]any{"source": "src", "target": "direct", "create_target": true}, 200)
+	// small batches: each worker takes many, out of order
+	must(t, a, "POST", "/_replicate", map[string]any{"source": "src", "target": "direct", "create_target": true,
+		"worker_batch_size": 3, "worker_processes": 3}, 200)
 	sameLeaves(t, a, "src", a, "viahttp")
 	sameLeaves(t, a, "viahttp", a, "direct")
 	x := must(t, a, "GET", "/viahttp/_all_docs?include_docs=true&conflicts=true", nil, 200)

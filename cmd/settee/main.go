@@ -12,6 +12,7 @@ const usage = `usage: settee <command> [flags]
 commands:
   serve     run a node (single node, embedded store)
   bench     run the fabric_bench workload against a URL
+  repbench  run rep_bench's workload: load a source, replicate, time it
   version   print the version
 `
 
@@ -26,6 +27,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "repbench":
+		err = runRepBench(os.Args[2:])
 	case "version", "--version", "-v":
 		err = version()
 	case "help", "-h", "--help":
