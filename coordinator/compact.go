@@ -20,7 +20,7 @@ func (c *Coordinator) Compact(ctx context.Context, db string) (alreadyRunning bo
 	var futures []*actor.Future
 	to := actors.Timeout(ctx)
 	for _, r := range ranges {
-		for _, cp := range r.Copies {
+		for _, cp := range c.copies(r) {
 			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.CompactShard{}, to))
 		}
 	}
@@ -55,7 +55,7 @@ func (c *Coordinator) DiskInfo(ctx context.Context, db string) (*DiskInfo, error
 	var futures []*actor.Future
 	to := actors.Timeout(ctx)
 	for _, r := range ranges {
-		for _, cp := range r.Copies {
+		for _, cp := range c.copies(r) {
 			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.GetDiskInfo{}, to))
 		}
 	}
@@ -107,7 +107,7 @@ func (c *Coordinator) Purge(ctx context.Context, db string, reqs []*pb.PurgeRequ
 		for j, i := range idx {
 			m.Docs[j] = reqs[i]
 		}
-		for ci, cp := range ranges[k].Copies {
+		for ci, cp := range c.copies(ranges[k]) {
 			futures = append(futures, sent{f: c.root.RequestFuture(c.pl.PID(cp), m, to), rng: k, first: ci == 0})
 		}
 	}
@@ -137,7 +137,7 @@ func (c *Coordinator) SetPurgedInfosLimit(ctx context.Context, db string, limit 
 	var futures []*actor.Future
 	to := actors.Timeout(ctx)
 	for _, r := range ranges {
-		for _, cp := range r.Copies {
+		for _, cp := range c.copies(r) {
 			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.SetPurgedInfosLimit{Limit: limit}, to))
 		}
 	}

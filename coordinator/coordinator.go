@@ -406,7 +406,7 @@ func (c *Coordinator) PutLocal(ctx context.Context, db string, m *pb.PutLocal) (
 	}
 	var rev string
 	var firstErr error
-	for _, cp := range ranges[RangeOf(ranges, m.Id)].Copies {
+	for _, cp := range c.copies(ranges[RangeOf(ranges, m.Id)]) {
 		r, err := actors.Ask[*pb.LocalReply](ctx, c.root, c.pl.PID(cp), m)
 		switch {
 		case err != nil:
@@ -488,7 +488,7 @@ func (c *Coordinator) SetMeta(ctx context.Context, db string, m *pb.SetMeta) err
 	var futures []*actor.Future
 	to := actors.Timeout(ctx)
 	for _, r := range ranges {
-		for _, cp := range r.Copies {
+		for _, cp := range c.copies(r) {
 			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), m, to))
 		}
 	}
@@ -511,7 +511,7 @@ func (c *Coordinator) Flush(ctx context.Context, db string) error {
 		return err
 	}
 	for _, r := range ranges {
-		for _, cp := range r.Copies {
+		for _, cp := range c.copies(r) {
 			fr, err := actors.Ask[*pb.FlushReply](ctx, c.root, c.pl.PID(cp), &pb.Flush{})
 			if err != nil {
 				return fmt.Errorf("coordinator: flush: %w", err)

@@ -162,7 +162,6 @@ func TestClusterQuorumAndCatchUp(t *testing.T) {
 	c.Restart(1)
 	lg("restarted 1")
 	c.WaitFor(30*time.Second, func() error {
-		lg(fmt.Sprintf("membership %v", c.Membership(0)))
 		for _, i := range []int{0, 1} {
 			st, body := c.Do(i, "GET", "/cdb/c005", "")
 			if st != 200 {

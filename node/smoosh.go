@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -50,6 +51,10 @@ type smooshTarget struct{ n *Node }
 func (t smooshTarget) AllDBs(context.Context) []string { return t.n.cat.List() }
 
 func (t smooshTarget) Sizes(ctx context.Context, db string) (smoosh.Sizes, error) {
+	// bounded: a copy on a node that just went down must not hold the
+	// daemon (and a shutdown waiting for it)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	d, err := t.n.coord.DiskInfo(ctx, db)
 	if err != nil {
 		return smoosh.Sizes{}, err
