@@ -80,3 +80,9 @@ func SplitRanges(q int) [][2]uint32 {
 	}
 	return out
 }
+
+// Shards returns a database's ranges with their copies (GET /db/_shards).
+func (c *Coordinator) Shards(ctx context.Context, db string) ([]Range, error) {
+	_, ranges, err := c.lookup(ctx, db)
+	return ranges, err
+}

@@ -62,6 +62,10 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handleSecurity(rq, db)
 	case "_revs_limit":
 		return g.handleRevsLimit(rq, db)
+	case "_shards":
+		return g.handleShards(rq, db, rest)
+	case "_sync_shards":
+		return g.handleSyncShards(rq, db)
 	case "_ensure_full_commit":
 		return g.handleEnsureFullCommit(rq, db)
 	case "_view_cleanup":
@@ -154,7 +158,7 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		}
 		all, err := g.dbs.CreateDB(rq.ctx, db, q, n)
 		if err != nil {
-			return err
+			return clusterErr(err)
 		}
 		rq.w.Header().Set("Location", g.base(rq)+"/"+escapeDocID(db))
 		if !all {

@@ -288,4 +288,5 @@ func init() {
 	httpgw.RegisterClusterError(ErrClusterUnreachable, 400, "bad_request", "the other node did not answer on its node port: is it running with --node-addr and the same cluster secret?")
 	httpgw.RegisterClusterError(ErrNotClustered, 400, "bad_request", "no cluster")
 	httpgw.RegisterClusterError(errNoSuchMember, 404, "not_found", "no such node")
+	httpgw.RegisterClusterError(ErrQuorum, 400, "bad_request", "the shard map cannot be met")
 }

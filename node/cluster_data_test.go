@@ -212,3 +212,43 @@ func TestClusterCreateAndDeleteWhileNodeDown(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterShardMapEndpoints(t *testing.T) {
+	c := testcluster.New(t, 3)
+	c.Join()
+	if st, body := c.Do(0, "PUT", "/sm?q=4&n=2", ""); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	var shards struct{ Shards map[string][]string }
+	st, body := c.Do(1, "GET", "/sm/_shards", "")
+	if st != 200 || json.Unmarshal(body, &shards) != nil || len(shards.Shards) != 4 {
+		t.Fatalf("_shards: %d %s", st, body)
+	}
+	perNode := map[string]int{}
+	for r, nodes := range shards.Shards {
+		if len(nodes) != 2 || nodes[0] == nodes[1] {
+			t.Fatalf("range %s on %v: want 2 distinct nodes", r, nodes)
+		}
+		for _, n := range nodes {
+			perNode[n]++
+		}
+	}
+	if len(perNode) != 3 {
+		t.Fatalf("copies not spread over the 3 nodes: %v", perNode)
+	}
+	var one struct {
+		Range string
+		Nodes []string
+	}
+	st, body = c.Do(2, "GET", "/sm/_shards/some-doc", "")
+	if st != 200 || json.Unmarshal(body, &one) != nil || len(one.Nodes) != 2 || shards.Shards[one.Range] == nil {
+		t.Fatalf("_shards/<docid>: %d %s", st, body)
+	}
+	if st, body := c.Do(0, "POST", "/sm/_sync_shards", ""); st != 202 {
+		t.Fatalf("_sync_shards: %d %s", st, body)
+	}
+	// n larger than the cluster cannot be met
+	if st, body := c.Do(0, "PUT", "/toomany?n=5", ""); st != 400 {
+		t.Fatalf("n=5 on 3 nodes: %d %s", st, body)
+	}
+}
