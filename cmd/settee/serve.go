@@ -42,6 +42,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.Admin, "admin", envDefault("admin", ""), "server admin as user:password (SETTEE_ADMIN); generated and printed once if none is stored")
 	fs.StringVar(&cfg.Name, "name", envDefault("name", cfg.Name), "node name (SETTEE_NAME)")
 	fs.IntVar(&cfg.Q, "q", envInt("q", cfg.Q), "default shards per new database (SETTEE_Q)")
+	fs.IntVar(&cfg.N, "n", envInt("n", cfg.N), "default copies of each shard, capped by the number of nodes (SETTEE_N)")
 	fs.IntVar(&cfg.MemoryMB, "memory-mb", envInt("memory-mb", cfg.MemoryMB), "memory budget for the store's caches and memtables, MB (SETTEE_MEMORY_MB)")
 	maxDoc := fs.Int64("max-document-size", int64(envInt("max-document-size", int(cfg.MaxDocumentSize))), "largest document accepted, bytes (SETTEE_MAX_DOCUMENT_SIZE)")
 	fs.StringVar(&cfg.Cluster.NodeAddr, "node-addr", envDefault("node-addr", ""), "node-to-node listen address host:port; empty runs a single node (SETTEE_NODE_ADDR)")
