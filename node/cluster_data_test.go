@@ -252,3 +252,30 @@ func TestClusterShardMapEndpoints(t *testing.T) {
 		t.Fatalf("n=5 on 3 nodes: %d %s", st, body)
 	}
 }
+
+// A shard's part of a batch travels between nodes as one message: bigger
+// than gRPC's 4 MB default, it used to cut the connection (every write then
+// waited for its timeout and answered 202).
+func TestClusterLargeBatchReachesCopies(t *testing.T) {
+	c := testcluster.New(t, 2)
+	c.Join()
+	if st, body := c.Do(0, "PUT", "/big?q=1&n=2", ""); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	filler := strings.Repeat("x", 60000)
+	var docs []string
+	for i := range 100 {
+		docs = append(docs, fmt.Sprintf(`{"_id":"d%03d","f":%q}`, i, filler))
+	}
+	t0 := time.Now()
+	st, body := c.Do(0, "POST", "/big/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`)
+	if st != 201 {
+		t.Fatalf("6 MB batch on n=2: %d %.200s", st, body)
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Fatalf("6 MB batch took %v", d)
+	}
+	if ids := allIDs(t, c, 1, "big"); len(ids) != 100 {
+		t.Fatalf("second node has %d docs", len(ids))
+	}
+}

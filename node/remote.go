@@ -23,6 +23,11 @@ import (
 // refused before any actor message is read.
 const secretHeader = "x-settee-cluster"
 
+// maxNodeMessage bounds one gRPC message between nodes (a batch of
+// protoactor messages): above the largest request settee accepts in one
+// piece for a shard, below protobuf's 2 GB limit.
+const maxNodeMessage = 1 << 30
+
 // clusterToken is what travels instead of the secret itself.
 func clusterToken(secret string) string {
 	sum := sha256.Sum256([]byte("settee-cluster-v1:" + secret))
@@ -72,7 +77,13 @@ func startRemote(sys *actor.ActorSystem, addr, advertise, secret string) (r *rem
 	}
 	token := clusterToken(secret)
 	opts := []remote.ConfigOption{
+		// a shard's part of a _bulk_docs batch travels as one message:
+		// gRPC's 4 MB default cut the connection on medium docs
+		remote.WithEndpointWriterBatchSize(64),
+		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxNodeMessage), grpc.MaxCallSendMsgSize(maxNodeMessage)),
 		remote.WithServerOptions(
+			grpc.MaxRecvMsgSize(maxNodeMessage),
+			grpc.MaxSendMsgSize(maxNodeMessage),
 			grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 				if err := checkToken(ss.Context(), token); err != nil {
 					return err
