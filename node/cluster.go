@@ -290,3 +290,16 @@ func init() {
 	httpgw.RegisterClusterError(errNoSuchMember, 404, "not_found", "no such node")
 	httpgw.RegisterClusterError(ErrQuorum, 400, "bad_request", "the shard map cannot be met")
 }
+
+// Isolate makes this node treat the named peers as unreachable until the
+// next Isolate (with none: healed). It simulates a network partition at the
+// membership level for tests: copies there are skipped, nothing is pushed
+// to them, their heartbeats are ignored. Real partitions come from the
+// network (see the Docker drills).
+func (n *Node) Isolate(ctx context.Context, names ...string) error {
+	if n.cl == nil {
+		return ErrNotClustered
+	}
+	_, err := actors.Ask[removeResult](ctx, n.sys.Root, n.cl.membership, isolate{names: names})
+	return err
+}

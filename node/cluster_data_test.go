@@ -279,3 +279,64 @@ func TestClusterLargeBatchReachesCopies(t *testing.T) {
 		t.Fatalf("second node has %d docs", len(ids))
 	}
 }
+
+func TestClusterPartitionHealsWithConflictsKept(t *testing.T) {
+	c := testcluster.New(t, 3)
+	c.Join()
+	if st, body := c.Do(0, "PUT", "/pd?q=1&n=3", ""); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	st, body := c.Do(0, "PUT", "/pd/x", `{"v":"start"}`)
+	if st != 201 {
+		t.Fatalf("put: %d %s", st, body)
+	}
+	var r struct{ Rev string }
+	_ = json.Unmarshal(body, &r)
+	c.WaitFor(10*time.Second, func() error {
+		for i := range 3 {
+			if st, _ := c.Do(i, "GET", "/pd/x?rev="+r.Rev, ""); st != 200 {
+				return fmt.Errorf("node %d lacks x", i)
+			}
+		}
+		return nil
+	})
+
+	c.Partition([]int{0}, []int{1, 2})
+	// each side edits the same revision: the minority can only reach its
+	// own copy (202), the majority two (201)
+	st, body = c.Do(0, "PUT", "/pd/x", fmt.Sprintf(`{"_rev":%q,"v":"minority"}`, r.Rev))
+	if st != 202 {
+		t.Fatalf("minority write: %d %s, want 202", st, body)
+	}
+	var ra, rb struct{ Rev string }
+	_ = json.Unmarshal(body, &ra)
+	st, body = c.Do(1, "PUT", "/pd/x", fmt.Sprintf(`{"_rev":%q,"v":"majority"}`, r.Rev))
+	if st != 201 {
+		t.Fatalf("majority write: %d %s, want 201", st, body)
+	}
+	_ = json.Unmarshal(body, &rb)
+
+	c.Heal()
+	// every copy ends up with both revisions: one wins, the other is a
+	// conflict, none is lost
+	c.WaitFor(30*time.Second, func() error {
+		for i := range 3 {
+			st, body := c.Do(i, "GET", "/pd/x?conflicts=true", "")
+			var d struct {
+				Rev       string   `json:"_rev"`
+				Conflicts []string `json:"_conflicts"`
+			}
+			if st != 200 || json.Unmarshal(body, &d) != nil {
+				return fmt.Errorf("node %d: %d %s", i, st, body)
+			}
+			revs := append([]string{d.Rev}, d.Conflicts...)
+			sort.Strings(revs)
+			want := []string{ra.Rev, rb.Rev}
+			sort.Strings(want)
+			if strings.Join(revs, ",") != strings.Join(want, ",") {
+				return fmt.Errorf("node %d: rev %s conflicts %v, want both of %v", i, d.Rev, d.Conflicts, want)
+			}
+		}
+		return nil
+	})
+}

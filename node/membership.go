@@ -42,6 +42,9 @@ type membership struct {
 	up      map[string]bool // last logged state
 	stop    chan struct{}
 	snap    *atomic.Pointer[memberSnapshot]
+	// isolated peers are treated as unreachable (a partition simulated at
+	// the membership level, for tests; Node.Isolate)
+	isolated map[string]bool
 }
 
 func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot]) (*membership, error) {
@@ -83,7 +86,7 @@ func (m *membership) publish(now time.Time) {
 		}
 		s.addr[mem.Name] = mem.NodeAddr
 		s.members = append(s.members, mem.Name)
-		if mem.Name != m.self.Name && now.Sub(m.seen[mem.Name]) < downAfter {
+		if mem.Name != m.self.Name && !m.isolated[mem.Name] && now.Sub(m.seen[mem.Name]) < downAfter {
 			s.alive[mem.Name] = true
 		}
 	}
@@ -173,18 +176,32 @@ func (m *membership) Receive(ctx actor.Context) {
 		}()
 	case *actor.Stopping:
 		close(m.stop)
+	case isolate:
+		m.isolated = map[string]bool{}
+		for _, name := range msg.names {
+			m.isolated[name] = true
+			delete(m.seen, name)
+		}
+		m.publish(time.Now())
+		ctx.Respond(removeResult{})
 	case tick:
 		for _, mem := range m.members {
-			if mem.Name != m.self.Name && !mem.Removed {
+			if mem.Name != m.self.Name && !mem.Removed && !m.isolated[mem.Name] {
 				ctx.Request(m.pid(mem), &pb.Ping{From: m.self.Name})
 			}
 		}
 		m.logTransitions(time.Now())
 		m.publish(time.Now())
 	case *pb.Ping:
+		if m.isolated[msg.From] {
+			return
+		}
 		m.seen[msg.From] = time.Now()
 		ctx.Respond(&pb.Pong{From: m.self.Name})
 	case *pb.Pong:
+		if m.isolated[msg.From] {
+			return
+		}
 		_, wasAlive := m.snap.Load().alive[msg.From]
 		m.seen[msg.From] = time.Now()
 		if !wasAlive {
@@ -207,6 +224,9 @@ func (m *membership) Receive(ctx actor.Context) {
 			m.spread(ctx)
 		}
 	case *pb.MemberList:
+		if m.isolated[msg.From] {
+			return
+		}
 		if msg.From != "" {
 			m.seen[msg.From] = time.Now()
 		}
@@ -248,6 +268,9 @@ var errNoSuchMember = errors.New("node: no such member")
 type removeMember struct{ name string }
 
 type removeResult struct{ err error }
+
+// isolate is a local request: treat these peers as unreachable.
+type isolate struct{ names []string }
 
 func (m *membership) reply(now time.Time) *pb.MembersReply {
 	r := &pb.MembersReply{Members: m.list(), Alive: []string{m.self.Name}}

@@ -145,3 +145,40 @@ func (c *Cluster) WaitFor(d time.Duration, f func() error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Name is node i's name.
+func (c *Cluster) Name(i int) string { return fmt.Sprintf("node%d@127.0.0.1", i+1) }
+
+// Partition cuts the cluster in two groups that treat each other as
+// unreachable (at the membership level: see node.Isolate).
+func (c *Cluster) Partition(a, b []int) {
+	c.t.Helper()
+	names := func(idx []int) (out []string) {
+		for _, i := range idx {
+			out = append(out, c.Name(i))
+		}
+		return out
+	}
+	for _, i := range a {
+		if err := c.Nodes[i].Node.Isolate(context.Background(), names(b)...); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	for _, i := range b {
+		if err := c.Nodes[i].Node.Isolate(context.Background(), names(a)...); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// Heal ends a partition.
+func (c *Cluster) Heal() {
+	c.t.Helper()
+	for _, s := range c.Nodes {
+		if s.Node != nil {
+			if err := s.Node.Isolate(context.Background()); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+	}
+}
