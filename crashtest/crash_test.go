@@ -116,6 +116,7 @@ type server struct {
 	logDir  string
 	addr    string // host:port, kept across restarts
 	starts  int
+	extra   []string // more serve flags (cluster tests)
 
 	cmd     *exec.Cmd
 	logPath string
@@ -204,8 +205,9 @@ func (s *server) launch() error {
 		return err
 	}
 	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(s.bin, "serve", "--data-dir", s.dataDir, "--http", s.addr,
-		"--admin", adminUser+":"+adminPass, "--memory-mb", "64")
+	args := append([]string{"serve", "--data-dir", s.dataDir, "--http", s.addr,
+		"--admin", adminUser + ":" + adminPass, "--memory-mb", "64"}, s.extra...)
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=0")
 	if err := cmd.Start(); err != nil {

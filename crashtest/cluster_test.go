@@ -1,0 +1,141 @@
+package crashtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClusterKillNode runs three settee processes as a cluster, kills one
+// with SIGKILL during a write load, restarts it, and checks that after
+// catching up it alone (the other two killed) serves every acknowledged
+// write.
+func TestClusterKillNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess cluster test")
+	}
+	nodes := make([]*server, 3)
+	for i := range nodes {
+		s := newServer(t)
+		s.addr = freeAddr(t)
+		s.extra = []string{"--name", fmt.Sprintf("k%d@127.0.0.1", i+1), "--node-addr", freeAddr(t), "--cluster-secret", "crash-secret"}
+		if i > 0 {
+			s.extra = append(s.extra, "--join", nodes[0].addr)
+		}
+		nodes[i] = s
+	}
+	for _, s := range nodes {
+		s.start()
+	}
+	c := newClient(nodes[0].baseURL())
+	defer c.close()
+	waitFor(t, 30*time.Second, func() error {
+		var m struct {
+			AllNodes []string `json:"all_nodes"`
+		}
+		st, b, err := c.do("GET", "/_membership", nil)
+		if err != nil || st != 200 || json.Unmarshal(b, &m) != nil || len(m.AllNodes) != 3 {
+			return fmt.Errorf("membership: %d %s %v", st, clip(b), err)
+		}
+		return nil
+	})
+	c.mustJSON(t, "PUT", "/kc?q=4&n=3", nil, 201, nil)
+
+	acked := map[string]bool{}
+	write := func(prefix string, d time.Duration, onlyOK bool) (n201, n202 int) {
+		end := time.Now().Add(d)
+		for i := 0; time.Now().Before(end); i++ {
+			id := fmt.Sprintf("%s%05d", prefix, i)
+			st, b, err := c.do("PUT", "/kc/"+id, []byte(`{"v":1}`))
+			switch {
+			case err != nil:
+				t.Fatalf("write %s through the live node: %v", id, err)
+			case st == 201:
+				n201++
+				acked[id] = true
+			case st == 202:
+				n202++
+				acked[id] = true
+				if onlyOK {
+					t.Fatalf("write %s answered 202 with two of three copies up", id)
+				}
+			default:
+				t.Fatalf("write %s: %d %s", id, st, clip(b))
+			}
+		}
+		return n201, n202
+	}
+	write("a", time.Second, true)
+	// SIGKILL the third node mid-load; writes through the first keep
+	// reaching w=2 copies
+	killed := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		nodes[2].kill()
+		close(killed)
+	}()
+	ok, acc := write("b", 2*time.Second, false)
+	<-killed
+	// once the kill is detected, writes are 201 again (two copies up)
+	time.Sleep(5 * time.Second)
+	ok2, acc2 := write("c", time.Second, true)
+	t.Logf("during the kill: %d ok, %d accepted; after detection: %d ok, %d accepted", ok, acc, ok2, acc2)
+
+	nodes[2].start()
+	c3 := newClient(nodes[2].baseURL())
+	defer c3.close()
+	waitFor(t, 60*time.Second, func() error {
+		st, b, err := c3.do("GET", "/kc/_all_docs", nil)
+		if err != nil || st != 200 {
+			return fmt.Errorf("_all_docs on the restarted node: %d %v", st, err)
+		}
+		var ad struct{ Rows []struct{ ID string } }
+		if err := json.Unmarshal(b, &ad); err != nil {
+			return err
+		}
+		have := map[string]bool{}
+		for _, r := range ad.Rows {
+			have[r.ID] = true
+		}
+		missing := 0
+		for id := range acked {
+			if !have[id] {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("restarted node lacks %d of %d acknowledged docs", missing, len(acked))
+		}
+		return nil
+	})
+	nodes[0].kill()
+	nodes[1].kill()
+	// alone, it serves every acknowledged doc
+	var lost []string
+	for id := range acked {
+		if st, _, err := c3.do("GET", "/kc/"+id, nil); err != nil || st != 200 {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("the restarted node alone lacks %d acknowledged docs: %s", len(lost), strings.Join(lost[:min(10, len(lost))], ","))
+	}
+	t.Logf("%d acknowledged writes, all served by the restarted node alone", len(acked))
+}
+
+func waitFor(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not after %v: %v", d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
