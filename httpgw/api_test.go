@@ -454,3 +454,33 @@ func TestDBsInfoAndAllDBs(t *testing.T) {
 		t.Fatalf("anonymous _all_dbs: %d", resp.StatusCode)
 	}
 }
+
+func TestNodeStatsSystemVersions(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 200, "GET", "/_up", nil, nil)
+	var st struct {
+		CouchDB struct {
+			Httpd struct {
+				Requests struct{ Value int } `json:"requests"`
+			} `json:"httpd"`
+		} `json:"couchdb"`
+	}
+	mustCall(t, s, 200, "GET", "/_node/_local/_stats", nil, &st)
+	if st.CouchDB.Httpd.Requests.Value < 1 {
+		t.Fatalf("_stats requests: %+v", st)
+	}
+	var sys struct{ Goroutines int }
+	mustCall(t, s, 200, "GET", "/_node/_local/_system", nil, &sys)
+	if sys.Goroutines < 1 {
+		t.Fatalf("_system: %+v", sys)
+	}
+	var v struct {
+		Settee map[string]string `json:"settee"`
+		Go     string            `json:"go"`
+	}
+	mustCall(t, s, 200, "GET", "/_node/settee@127.0.0.1/_versions", nil, &v)
+	if v.Go == "" || v.Settee["version"] == "" {
+		t.Fatalf("_versions: %+v", v)
+	}
+	mustCall(t, s, 404, "GET", "/_node/nobody@nowhere/_stats", nil, nil)
+}

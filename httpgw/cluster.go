@@ -81,8 +81,7 @@ func (g *Gateway) handleNode(rq *req) error {
 	}
 	name := rq.segs[1]
 	if name != "_local" && name != g.cfg.NodeName {
-		// routing to other nodes' _node endpoints comes with the cluster
-		return newErr(404, "not_found", "unknown node or not this node: "+name)
+		return g.proxyNode(rq, name)
 	}
 	rest := rq.segs[2:]
 	if len(rest) == 0 {
@@ -106,6 +105,16 @@ func (g *Gateway) handleNode(rq *req) error {
 	}
 	if rest[0] == "_config" {
 		return g.handleConfig(rq, rest[1:])
+	}
+	if len(rest) == 1 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead) {
+		switch rest[0] {
+		case "_stats":
+			return g.handleStats(rq)
+		case "_system":
+			return g.handleSystem(rq)
+		case "_versions":
+			return g.handleVersions(rq)
+		}
 	}
 	return errMissing
 }

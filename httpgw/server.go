@@ -60,6 +60,7 @@ type Gateway struct {
 	dbs     Databases
 	log     *slog.Logger
 	welcome []byte // GET / is built once (seed 004)
+	stats   stats
 	server  string
 	auth    *authenticator
 }
@@ -95,6 +96,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.welcome = append(w, '\n')
 	g.auth = newAuthenticator(g)
+	g.stats.start = time.Now()
 	return g, nil
 }
 
@@ -111,6 +113,9 @@ type req struct {
 
 // ServeHTTP routes a request. A panic is recovered, logged and answered 500.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sr := &statusRecorder{ResponseWriter: w}
+	defer func() { g.stats.count(r.Method, sr.status) }()
+	w = sr
 	h := w.Header()
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")

@@ -109,3 +109,19 @@ func TestSingleNodeCannotJoin(t *testing.T) {
 		t.Fatalf("add_node on a single node: %d", resp.StatusCode)
 	}
 }
+
+func TestNodeEndpointsRoutedToOtherNodes(t *testing.T) {
+	c := testcluster.New(t, 2)
+	c.Join()
+	st, body := c.Do(0, "GET", "/_node/"+c.Name(1)+"/_system", "")
+	if st != 200 || !strings.Contains(string(body), "goroutines") {
+		t.Fatalf("_system of node2 through node1: %d %s", st, body)
+	}
+	st, body = c.Do(0, "GET", "/_node/"+c.Name(1), "")
+	if st != 200 || !strings.Contains(string(body), c.Name(1)) {
+		t.Fatalf("_node/node2 through node1: %d %s", st, body)
+	}
+	if st, _ := c.Do(0, "GET", "/_node/ghost@127.0.0.1/_stats", ""); st != 404 {
+		t.Fatalf("unknown node: %d", st)
+	}
+}

@@ -73,6 +73,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.disk = shard.NewDisk(n.db, badgerDir(cfg.DataDir), log)
 	n.tasks = tasks.New(cfg.Name)
 	fail := func(err error) (*Node, error) {
+		if n.ln != nil {
+			_ = n.ln.Close()
+		}
+		if n.cl != nil {
+			n.stopCluster()
+		}
 		if n.sys != nil {
 			n.sys.Shutdown()
 		}
@@ -106,7 +112,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			}
 		}
 	}
-	if err := n.startCluster(ctx, cfg.Cluster, cfg.HTTPAddr); err != nil {
+	// listen first: the cluster records this node's real HTTP address
+	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fail(fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err))
+	}
+	if err := n.startCluster(ctx, cfg.Cluster, n.ln.Addr().String()); err != nil {
 		return fail(err)
 	}
 	n.startReplicator()
@@ -133,10 +144,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	})
 	if err != nil {
 		return fail(err)
-	}
-	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fail(fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err))
 	}
 	n.srv = &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}

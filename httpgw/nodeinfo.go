@@ -1,0 +1,148 @@
+package httpgw
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// stats counts what /_node/<name>/_stats reports, in CouchDB's shape
+// ({"couchdb":{"httpd":{...}}} with {"value","type","desc"} leaves).
+type stats struct {
+	start    time.Time
+	requests atomic.Int64
+	methods  [8]atomic.Int64 // GET HEAD POST PUT DELETE COPY other
+	statuses [6]atomic.Int64 // 1xx..5xx by class, [0] unused
+}
+
+var methodIdx = map[string]int{"GET": 0, "HEAD": 1, "POST": 2, "PUT": 3, "DELETE": 4, "COPY": 5}
+
+func (s *stats) count(method string, status int) {
+	s.requests.Add(1)
+	if i, ok := methodIdx[method]; ok {
+		s.methods[i].Add(1)
+	} else {
+		s.methods[6].Add(1)
+	}
+	if c := status / 100; c >= 1 && c <= 5 {
+		s.statuses[c].Add(1)
+	}
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps streamed feeds streaming through the recorder.
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func counter(v int64, desc string) map[string]any {
+	return map[string]any{"value": v, "type": "counter", "desc": desc}
+}
+
+func (g *Gateway) handleStats(rq *req) error {
+	s := &g.stats
+	methods := map[string]any{}
+	for name, i := range methodIdx {
+		methods[name] = counter(s.methods[i].Load(), "number of HTTP "+name+" requests")
+	}
+	statuses := map[string]any{}
+	for c := 1; c <= 5; c++ {
+		statuses[string(rune('0'+c))+"xx"] = counter(s.statuses[c].Load(), "responses with a status in this class")
+	}
+	dbs := len(g.dbs.AllDBs(rq.ctx))
+	return g.writeJSON(rq, 200, map[string]any{"couchdb": map[string]any{
+		"httpd":                    map[string]any{"requests": counter(s.requests.Load(), "number of HTTP requests")},
+		"httpd_request_methods":    methods,
+		"httpd_status_codes":       statuses,
+		"open_databases":           map[string]any{"value": dbs, "type": "gauge", "desc": "number of databases"},
+		"request_time_since_start": map[string]any{"value": time.Since(s.start).Seconds(), "type": "gauge", "desc": "seconds since the node started"},
+	}})
+}
+
+func (g *Gateway) handleSystem(rq *req) error {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return g.writeJSON(rq, 200, map[string]any{
+		"uptime":            int64(time.Since(g.stats.start).Seconds()),
+		"memory":            map[string]any{"total": m.Sys, "heap": m.HeapAlloc, "heap_sys": m.HeapSys, "stacks": m.StackSys},
+		"goroutines":        runtime.NumGoroutine(),
+		"gc_count":          m.NumGC,
+		"gc_pause_total_ns": m.PauseTotalNs,
+		"cpus":              runtime.NumCPU(),
+	})
+}
+
+func (g *Gateway) handleVersions(rq *req) error {
+	deps := map[string]string{}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch {
+			case strings.Contains(d.Path, "protoactor-go"), strings.Contains(d.Path, "badger"), d.Path == "google.golang.org/protobuf", d.Path == "google.golang.org/grpc":
+				deps[d.Path] = d.Version
+			}
+		}
+	}
+	return g.writeJSON(rq, 200, map[string]any{
+		"settee":       map[string]string{"version": g.cfg.Version, "git_sha": g.cfg.GitSHA},
+		"go":           runtime.Version(),
+		"dependencies": deps,
+	})
+}
+
+// proxyNode forwards /_node/<name>/... to the member of that name, with the
+// client's credentials: every node answers for every other.
+func (g *Gateway) proxyNode(rq *req, name string) error {
+	if g.cfg.Cluster == nil {
+		return newErr(404, "not_found", "unknown node: "+name)
+	}
+	r, err := g.cfg.Cluster.Members(rq.ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range r.Members {
+		if m.Name != name || m.Removed {
+			continue
+		}
+		if m.HttpAddr == "" {
+			return newErr(502, "nodedown", "no HTTP address known for "+name)
+		}
+		target := &url.URL{Scheme: "http", Host: m.HttpAddr}
+		p := httputil.NewSingleHostReverseProxy(target)
+		p.ErrorHandler = func(http.ResponseWriter, *http.Request, error) {
+			g.fail(rq, newErr(502, "nodedown", name+" did not answer"))
+		}
+		out := rq.r.Clone(rq.ctx)
+		// the other node sees the request as for itself
+		out.URL.Path = strings.TrimSuffix("/_node/_local/"+strings.Join(rq.segs[2:], "/"), "/")
+		out.URL.RawPath = ""
+		p.ServeHTTP(rq.w, out)
+		return nil
+	}
+	return newErr(404, "not_found", "unknown node: "+name)
+}
