@@ -51,6 +51,10 @@ type Config struct {
 	Replicator Replicator
 	// Cluster is the node's membership; nil on a node built without it.
 	Cluster Cluster
+	// RequestTimeout bounds a request's work across shards and nodes (a
+	// copy on a node that died costs at most this); feeds and one-shot
+	// replications, which are long by nature, are not bounded. 0: none.
+	RequestTimeout time.Duration
 }
 
 // Gateway is the CouchDB HTTP API of one node.
@@ -120,6 +124,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
 	rq := &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
+	if g.cfg.RequestTimeout > 0 && !longRequest(r) {
+		var cancel context.CancelFunc
+		rq.ctx, cancel = context.WithTimeout(rq.ctx, g.cfg.RequestTimeout)
+		defer cancel()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -144,6 +153,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := g.route(rq); err != nil {
 		g.fail(rq, err)
 	}
+}
+
+// longRequest: change feeds, streamed row reads and replications run as
+// long as they need (each page still has its own bound).
+func longRequest(r *http.Request) bool {
+	p := r.URL.Path
+	for _, suffix := range []string{"/_changes", "/_all_docs", "/_design_docs", "/_local_docs", "/_all_docs/queries"} {
+		if strings.HasSuffix(p, suffix) {
+			return true
+		}
+	}
+	return strings.HasPrefix(p, "/_replicate") || strings.HasPrefix(p, "/_db_updates")
 }
 
 func splitPath(p string) ([]string, error) {

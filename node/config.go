@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // Config is everything a node needs; cmd/settee binds flags and SETTEE_*
@@ -25,6 +26,8 @@ type Config struct {
 	MaxDocumentSize int64
 	MaxRequestSize  int64
 	Logger          *slog.Logger
+	// RequestTimeout bounds one request (not feeds or replications).
+	RequestTimeout time.Duration
 	// Cluster makes the node reachable by other nodes (issue 3).
 	Cluster ClusterConfig
 	// AdminPasswordOut receives the generated admin password, once
@@ -40,6 +43,7 @@ func Default() Config {
 		Name:            "settee@127.0.0.1",
 		Q:               2,
 		N:               3,
+		RequestTimeout:  60 * time.Second,
 		MemoryMB:        256,
 		MaxDocumentSize: 8000000,
 		MaxRequestSize:  4 << 30,

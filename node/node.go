@@ -140,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DefaultQ:        cfg.Q,
 		MaxDocumentSize: cfg.MaxDocumentSize,
 		MaxRequestSize:  cfg.MaxRequestSize,
+		RequestTimeout:  cfg.RequestTimeout,
 		Logger:          log,
 	})
 	if err != nil {

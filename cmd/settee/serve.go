@@ -25,6 +25,15 @@ func envDefault(name, def string) string {
 	return def
 }
 
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := envDefault(name, ""); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
 func envInt(name string, def int) int {
 	if v := envDefault(name, ""); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
@@ -49,6 +58,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.Cluster.AdvertiseAddr, "advertise-addr", envDefault("advertise-addr", ""), "node address other nodes dial, when it differs from --node-addr (SETTEE_ADVERTISE_ADDR)")
 	fs.StringVar(&cfg.Cluster.Secret, "cluster-secret", envDefault("cluster-secret", ""), "shared secret of the cluster's nodes (SETTEE_CLUSTER_SECRET)")
 	join := fs.String("join", envDefault("join", ""), "HTTP addresses host:port[,...] of nodes to join at start-up (SETTEE_JOIN)")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", envDuration("request-timeout", cfg.RequestTimeout), "bound on one request's work across shards and nodes; feeds and replications excepted (SETTEE_REQUEST_TIMEOUT)")
 	pprofAddr := fs.String("pprof", envDefault("pprof", ""), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (SETTEE_PPROF)")
 	logLevel := fs.String("log-level", envDefault("log-level", "info"), "debug, info, warn or error (SETTEE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
