@@ -188,12 +188,15 @@ func (n *Node) deleteDB(ctx context.Context, name string) (bool, error) {
 }
 
 // broadcast sends a record to every other member and waits (bounded) for
-// their acks; it reports whether all members acknowledged.
+// their acks; it reports whether all members acknowledged. A send that
+// fails fast (a connection being set up or torn down while the cluster
+// forms) is retried a few times; a member still missing gets the record
+// from anti-entropy.
 func (n *Node) broadcast(ctx context.Context, rec *pb.DbRecord) bool {
 	snap := n.snapshot()
 	msg := &pb.DbRecords{Records: []*pb.DbRecord{rec}, From: n.cfg.Name, Reply: true}
-	var futures []*actor.Future
 	all := true
+	var targets []string
 	for _, name := range snap.members {
 		if name == n.cfg.Name {
 			continue
@@ -202,11 +205,34 @@ func (n *Node) broadcast(ctx context.Context, rec *pb.DbRecord) bool {
 			all = false // it gets the record from anti-entropy when back
 			continue
 		}
-		futures = append(futures, n.sys.Root.RequestFuture(actor.NewPID(snap.addr[name], dbsName), msg, 10*time.Second))
+		targets = append(targets, name)
 	}
-	for _, f := range futures {
-		ack, err := actors.Await[*pb.DbRecordsAck](ctx, f)
-		if err != nil || ack.Error != nil {
+	acks := make(chan bool, len(targets))
+	for _, name := range targets {
+		pid := actor.NewPID(snap.addr[name], dbsName)
+		go func() {
+			for attempt := range 3 {
+				if attempt > 0 {
+					time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+				}
+				// installing is idempotent, so a lost answer is simply
+				// asked again
+				actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				ack, err := actors.Ask[*pb.DbRecordsAck](actx, n.sys.Root, pid, msg)
+				cancel()
+				if err == nil && ack.Error == nil {
+					acks <- true
+					return
+				}
+				if ctx.Err() != nil {
+					break
+				}
+			}
+			acks <- false
+		}()
+	}
+	for range targets {
+		if !<-acks {
 			all = false
 		}
 	}

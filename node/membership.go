@@ -77,6 +77,16 @@ func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomi
 	return m, nil
 }
 
+// heard records a sign of life from a member; the published view follows
+// at once when it makes the member alive, so that what /_membership says
+// and what the coordinator uses agree.
+func (m *membership) heard(name string) {
+	m.seen[name] = time.Now()
+	if !m.snap.Load().alive[name] {
+		m.publish(time.Now())
+	}
+}
+
 // publish makes the current view readable without a round trip.
 func (m *membership) publish(now time.Time) {
 	s := &memberSnapshot{self: m.self.Name, addr: map[string]string{}, alive: map[string]bool{m.self.Name: true}}
@@ -196,17 +206,13 @@ func (m *membership) Receive(ctx actor.Context) {
 		if m.isolated[msg.From] {
 			return
 		}
-		m.seen[msg.From] = time.Now()
+		m.heard(msg.From)
 		ctx.Respond(&pb.Pong{From: m.self.Name})
 	case *pb.Pong:
 		if m.isolated[msg.From] {
 			return
 		}
-		_, wasAlive := m.snap.Load().alive[msg.From]
-		m.seen[msg.From] = time.Now()
-		if !wasAlive {
-			m.publish(time.Now())
-		}
+		m.heard(msg.From)
 	case *pb.JoinRequest:
 		if msg.Member == nil || msg.Member.Name == "" || msg.Member.NodeAddr == "" {
 			ctx.Respond(&pb.MemberList{From: m.self.Name})
@@ -218,7 +224,7 @@ func (m *membership) Receive(ctx actor.Context) {
 			in.JoinedUs = time.Now().UnixMicro()
 		}
 		changed := m.merge([]*pb.Member{in})
-		m.seen[in.Name] = time.Now()
+		m.heard(in.Name)
 		ctx.Respond(&pb.MemberList{Members: m.list(), From: m.self.Name})
 		if changed {
 			m.spread(ctx)
@@ -228,7 +234,7 @@ func (m *membership) Receive(ctx actor.Context) {
 			return
 		}
 		if msg.From != "" {
-			m.seen[msg.From] = time.Now()
+			m.heard(msg.From)
 		}
 		if m.merge(msg.Members) {
 			m.spread(ctx)
