@@ -286,9 +286,11 @@ func TestClusterPartitionHealsWithConflictsKept(t *testing.T) {
 	if st, body := c.Do(0, "PUT", "/pd?q=1&n=3", ""); st != 201 {
 		t.Fatalf("create: %d %s", st, body)
 	}
-	st, body := c.Do(0, "PUT", "/pd/x", `{"v":"start"}`)
+	// w=3: every copy holds the starting revision (a read through a node
+	// may be answered by another node's copy, so reads cannot tell)
+	st, body := c.Do(0, "PUT", "/pd/x?w=3", `{"v":"start"}`)
 	if st != 201 {
-		t.Fatalf("put: %d %s", st, body)
+		t.Fatalf("put with w=3: %d %s", st, body)
 	}
 	var r struct{ Rev string }
 	_ = json.Unmarshal(body, &r)
