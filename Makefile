@@ -1,4 +1,4 @@
-.PHONY: build test run bench proto fuzz
+.PHONY: build test run bench proto fuzz docker
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GITSHA  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
@@ -26,3 +26,11 @@ proto:
 fuzz:
 	go test ./docjson/ -run '^$$' -fuzz FuzzParseDoc -fuzztime 60s
 	go test ./shard/revtree/ -run '^$$' -fuzz FuzzParseRev -fuzztime 30s
+
+# The Docker image settee:dev, FROM scratch around the static binary.
+docker:
+	rm -rf docker/ctx && mkdir -p docker/ctx/data
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o docker/ctx/settee ./cmd/settee
+	cp /etc/ssl/certs/ca-certificates.crt docker/ctx/
+	printf 'settee:x:65532:65532:settee:/data:/settee\n' > docker/ctx/passwd
+	docker build -t settee:dev -f Dockerfile docker/ctx

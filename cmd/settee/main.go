@@ -13,6 +13,7 @@ commands:
   serve     run a node (single node, embedded store)
   bench     run the fabric_bench workload against a URL
   repbench  run rep_bench's workload: load a source, replicate, time it
+  admin     operate a node or cluster (ping)
   version   print the version
 `
 
@@ -29,6 +30,8 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "repbench":
 		err = runRepBench(os.Args[2:])
+	case "admin":
+		err = admin(os.Args[2:])
 	case "version", "--version", "-v":
 		err = version()
 	case "help", "-h", "--help":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,12 @@ func serve(args []string) error {
 		return err
 	}
 	cfg.MaxDocumentSize = *maxDoc
+	if cfg.Admin == "" && envDefault("require-admin", "") != "" {
+		return errors.New("SETTEE_ADMIN is required (user:password): this image does not generate an admin")
+	}
+	if *join != "" && cfg.Admin == "" {
+		return errors.New("--join needs --admin (SETTEE_ADMIN): joining uses the admin credentials on the other node")
+	}
 	for _, j := range strings.Split(*join, ",") {
 		if j = strings.TrimSpace(j); j != "" {
 			cfg.Cluster.Join = append(cfg.Cluster.Join, j)
