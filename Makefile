@@ -11,7 +11,7 @@ build:
 # the multi-node tests, which cannot run under -race (see node/cluster_test.go).
 test:
 	go test -race -timeout 12m ./...
-	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/
+	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/
 	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction' ./httpgw/
 
 run:

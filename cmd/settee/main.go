@@ -13,7 +13,7 @@ commands:
   serve     run a node (single node, embedded store)
   bench     run the fabric_bench workload against a URL
   repbench  run rep_bench's workload: load a source, replicate, time it
-  admin     operate a node or cluster (ping)
+  admin     operate a node or cluster (cluster, db, compact, replicate, tasks, ping)
   version   print the version
 `
 
@@ -31,7 +31,7 @@ func main() {
 	case "repbench":
 		err = runRepBench(os.Args[2:])
 	case "admin":
-		err = admin(os.Args[2:])
+		err = runAdmin(os.Args[2:])
 	case "version", "--version", "-v":
 		err = version()
 	case "help", "-h", "--help":
