@@ -3,6 +3,7 @@ package httpgw
 import (
 	"encoding/json"
 	"errors"
+	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
 
@@ -63,7 +64,7 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
 
 type rowOpts struct {
 	includeDocs bool
-	doc         docOpts
+	doc         couchdoc.Options
 }
 
 func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuery, *rowOpts, error) {
@@ -118,10 +119,10 @@ func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuer
 	if o.includeDocs, err = boolParam(rq, "include_docs", false); err != nil {
 		return q, nil, err
 	}
-	if o.doc.conflicts, err = boolParam(rq, "conflicts", false); err != nil {
+	if o.doc.Conflicts, err = boolParam(rq, "conflicts", false); err != nil {
 		return q, nil, err
 	}
-	if o.doc.attachments, err = boolParam(rq, "attachments", false); err != nil {
+	if o.doc.Attachments, err = boolParam(rq, "attachments", false); err != nil {
 		return q, nil, err
 	}
 	q.IncludeDocs = o.includeDocs
@@ -253,7 +254,7 @@ func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string) 
 		buf = append(buf, `,"value":{"rev":"`+rev+`"}`...)
 		if o.includeDocs {
 			buf = append(buf, `,"doc":`...)
-			buf = appendDoc(buf, row.Local.Id, nil, &pb.RevBody{Rev: rev, Json: row.Local.Json}, nil)
+			buf = couchdoc.Append(buf, row.Local.Id, nil, &pb.RevBody{Rev: rev, Json: row.Local.Json}, nil)
 		}
 		return append(buf, '}')
 	}
@@ -273,7 +274,7 @@ func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string) 
 		if info.Deleted || row.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = appendDoc(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: row.Json, Atts: row.Atts}, &o.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: row.Json, Atts: row.Atts}, &o.doc)
 		}
 	}
 	return append(buf, '}')
@@ -327,7 +328,7 @@ func (g *Gateway) keysRows(rq *req, db, prefix string, keys []json.RawMessage, q
 			}
 			continue
 		}
-		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, WithAttsData: o.doc.attachments})
+		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, WithAttsData: o.doc.Attachments})
 		if err != nil {
 			return err
 		}
@@ -358,7 +359,7 @@ func (g *Gateway) appendRowWithData(info *pb.FullDocInfo, rb *pb.RevBody, o *row
 	buf = append(buf, `,"value":{"rev":`...)
 	buf = docjson.AppendString(buf, info.Winner)
 	buf = append(buf, `},"doc":`...)
-	buf = appendDoc(buf, info.Id, info, rb, &o.doc)
+	buf = couchdoc.Append(buf, info.Id, info, rb, &o.doc)
 	return append(buf, '}')
 }
 

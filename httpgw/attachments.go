@@ -1,6 +1,7 @@
 package httpgw
 
 import (
+	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
 	"strings"
@@ -79,7 +80,7 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		return err
 	}
 	if !sendEncoded {
-		if data, err = identity(meta, data); err != nil {
+		if data, err = couchdoc.Identity(meta, data); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package httpgw
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"strings"
 
 	pb "github.com/settee/settee/proto"
@@ -50,17 +49,4 @@ func newAtt(name, contentType string, data []byte) *pb.Att {
 	}
 	a.Digest = digestOf(a.Data)
 	return a
-}
-
-// identity returns an attachment's data as the client sent it.
-func identity(meta *pb.AttMeta, stored []byte) ([]byte, error) {
-	if meta.Encoding != "gzip" {
-		return stored, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(stored))
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	return io.ReadAll(zr)
 }

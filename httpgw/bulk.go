@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"encoding/json"
+	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"sort"
 	"sync"
@@ -199,10 +200,10 @@ func bulkGetError(id, rev, code, reason string) []byte {
 	return append(b, "}}"...)
 }
 
-func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *docOpts, latest bool) []byte {
+func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *couchdoc.Options, latest bool) []byte {
 	o := *base
 	if len(it.AttsSince) > 0 {
-		o.attsSince = it.AttsSince
+		o.AttsSince = it.AttsSince
 	}
 	out := append([]byte(`{"id":`), docjson.AppendString(nil, it.ID)...)
 	out = append(out, `,"docs":[`...)
@@ -216,7 +217,7 @@ func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *docOpts,
 	if it.ID == "" {
 		return fail("illegal_docid", "Document id must not be empty")
 	}
-	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: o.attachments || len(o.attsSince) > 0}
+	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if it.Rev != "" {
 		if _, err := revtree.ParseRev(it.Rev); err != nil {
 			return fail("bad_request", "Invalid rev format")
@@ -242,7 +243,7 @@ func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *docOpts,
 			continue
 		}
 		out = append(out, `{"ok":`...)
-		out = appendDoc(out, it.ID, r.Info, b, &o)
+		out = couchdoc.Append(out, it.ID, r.Info, b, &o)
 		out = append(out, '}')
 	}
 	return append(out, "]}"...)

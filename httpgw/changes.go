@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"encoding/json"
+	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,7 +29,7 @@ type changesReq struct {
 	timeout     time.Duration
 	docIDs      map[string]bool
 	seqInterval int
-	doc         docOpts
+	doc         couchdoc.Options
 }
 
 func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
@@ -61,10 +62,10 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	if c.conflicts, err = boolParam(rq, "conflicts", false); err != nil {
 		return nil, err
 	}
-	if c.doc.attachments, err = boolParam(rq, "attachments", false); err != nil {
+	if c.doc.Attachments, err = boolParam(rq, "attachments", false); err != nil {
 		return nil, err
 	}
-	c.doc.conflicts = c.conflicts
+	c.doc.Conflicts = c.conflicts
 	switch s := rq.q.Get("style"); s {
 	case "", "main_only":
 	case "all_docs":
@@ -345,7 +346,7 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 		if r.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = appendDoc(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts}, &c.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts}, &c.doc)
 		}
 	}
 	return append(buf, '}')

@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"encoding/json"
+	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,15 +45,15 @@ func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
 
 func isDesign(id string) bool { return strings.HasPrefix(id, "_design/") }
 
-func (g *Gateway) parseDocOpts(rq *req) (*docOpts, error) {
-	o := &docOpts{}
+func (g *Gateway) parseDocOpts(rq *req) (*couchdoc.Options, error) {
+	o := &couchdoc.Options{}
 	var err error
 	for _, p := range []struct {
 		name string
 		dst  *bool
-	}{{"revs", &o.revs}, {"revs_info", &o.revsInfo}, {"conflicts", &o.conflicts},
-		{"deleted_conflicts", &o.deletedConflicts}, {"local_seq", &o.localSeq},
-		{"attachments", &o.attachments}, {"att_encoding_info", &o.attEncodingInfo}} {
+	}{{"revs", &o.Revs}, {"revs_info", &o.RevsInfo}, {"conflicts", &o.Conflicts},
+		{"deleted_conflicts", &o.DeletedConflicts}, {"local_seq", &o.LocalSeq},
+		{"attachments", &o.Attachments}, {"att_encoding_info", &o.AttEncodingInfo}} {
 		if *p.dst, err = boolParam(rq, p.name, false); err != nil {
 			return nil, err
 		}
@@ -60,9 +61,9 @@ func (g *Gateway) parseDocOpts(rq *req) (*docOpts, error) {
 	if meta, err := boolParam(rq, "meta", false); err != nil {
 		return nil, err
 	} else if meta {
-		o.conflicts, o.deletedConflicts, o.revsInfo = true, true, true
+		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
 	}
-	if _, err := jsonParam(rq, &o.attsSince, "atts_since"); err != nil {
+	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -77,7 +78,7 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.attachments || len(o.attsSince) > 0}
+	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
 		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o)
 	}
@@ -107,11 +108,11 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		rq.w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	buf := appendDoc(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
+	buf := couchdoc.Append(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
 	return g.writeJSON(rq, 200, append(buf, '\n'))
 }
 
-func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *docOpts) error {
+func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options) error {
 	if spec == "all" {
 		m.OpenRevsAll = true
 	} else {
@@ -159,7 +160,7 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `{"ok":`...)
-		buf = appendDoc(buf, m.Id, r.Info, b, o)
+		buf = couchdoc.Append(buf, m.Id, r.Info, b, o)
 		buf = append(buf, '}')
 	}
 	for i, b := range missing {

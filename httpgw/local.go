@@ -1,6 +1,7 @@
 package httpgw
 
 import (
+	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,7 +25,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		rev := "0-" + strconv.FormatUint(d.Rev, 10)
 		rb := &pb.RevBody{Rev: rev, Json: d.Json}
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
-		return g.writeJSON(rq, 200, append(appendDoc(nil, id, nil, rb, nil), '\n'))
+		return g.writeJSON(rq, 200, append(couchdoc.Append(nil, id, nil, rb, nil), '\n'))
 	case http.MethodPut:
 		b, err := readBody(rq, g.cfg.MaxDocumentSize+1)
 		if err != nil {

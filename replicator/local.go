@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/settee/settee/couchdoc"
 	"strconv"
 	"strings"
 	"time"
@@ -163,79 +164,17 @@ func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(
 		if r.Info == nil {
 			continue
 		}
-		since := uint64(0)
-		for _, s := range it.AttsSince {
-			if a, err := revtree.ParseRev(s); err == nil {
-				since = max(since, a.Pos)
-			}
-		}
+		// as _bulk_docs new_edits=false wants it: _revisions, attachments
+		// inline when newer than atts_since (in identity encoding)
+		o := &couchdoc.Options{Revs: true, Attachments: true, AttsSince: it.AttsSince}
 		for _, b := range r.Bodies {
 			if b.Missing {
 				continue
 			}
-			emit(it.ID, renderRev(nil, it.ID, r.Info, b, since))
+			emit(it.ID, couchdoc.Append(nil, it.ID, r.Info, b, o))
 		}
 	}
 	return nil
-}
-
-// renderRev writes a revision as _bulk_docs new_edits=false wants it:
-// body, _deleted, _revisions, and attachments inline when newer than since
-// (stubs otherwise: the target has them).
-func renderRev(dst []byte, id string, info *pb.FullDocInfo, b *pb.RevBody, since uint64) []byte {
-	dst = append(dst, `{"_id":`...)
-	dst = docjson.AppendString(dst, id)
-	dst = append(dst, `,"_rev":`...)
-	dst = docjson.AppendString(dst, b.Rev)
-	if len(b.Json) > 2 {
-		dst = append(dst, ',')
-		dst = append(dst, b.Json[1:len(b.Json)-1]...)
-	}
-	if b.Deleted {
-		dst = append(dst, `,"_deleted":true`...)
-	}
-	if r, err := revtree.ParseRev(b.Rev); err == nil {
-		if idx := revtree.Find(info, r); idx >= 0 {
-			path := revtree.Path(info, idx)
-			dst = append(dst, `,"_revisions":{"start":`...)
-			dst = strconv.AppendUint(dst, path[0].Pos, 10)
-			dst = append(dst, `,"ids":[`...)
-			for i, p := range path {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = docjson.AppendString(dst, p.Hash)
-			}
-			dst = append(dst, "]}"...)
-		}
-	}
-	if len(b.Atts) > 0 {
-		dst = append(dst, `,"_attachments":{`...)
-		for i, a := range b.Atts {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = docjson.AppendString(dst, a.Name)
-			dst = append(dst, `:{"content_type":`...)
-			dst = docjson.AppendString(dst, a.ContentType)
-			dst = append(dst, `,"revpos":`...)
-			dst = strconv.AppendUint(dst, a.Revpos, 10)
-			dst = append(dst, `,"digest":`...)
-			dst = docjson.AppendString(dst, a.Digest)
-			if a.Revpos > since && i < len(b.AttData) {
-				dst = append(dst, `,"data":"`...)
-				dst = base64.StdEncoding.AppendEncode(dst, b.AttData[i])
-				dst = append(dst, '"')
-			} else {
-				dst = append(dst, `,"length":`...)
-				dst = strconv.AppendUint(dst, a.Length, 10)
-				dst = append(dst, `,"stub":true`...)
-			}
-			dst = append(dst, '}')
-		}
-		dst = append(dst, '}')
-	}
-	return append(dst, '}')
 }
 
 func (e *LocalEndpoint) BulkDocs(ctx context.Context, docs [][]byte) (int, error) {

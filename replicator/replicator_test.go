@@ -200,6 +200,14 @@ func TestFilteredAndAttachments(t *testing.T) {
 	if len(got) != 3 || got["d003"] == "" || got["d007"] == "" {
 		t.Fatalf("doc_ids: %v (%v)", got, res)
 	}
+	// the direct path sends attachments in identity encoding (text is
+	// stored gzipped): the copy serves the bytes that were written
+	resp := a.Do(t, "GET", "/ids/att/hello.txt", nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "hello world" {
+		t.Fatalf("attachment over the direct path: %d %q", resp.StatusCode, body)
+	}
 	must(t, a, "POST", "/_replicate", map[string]any{"source": "src", "target": "sel", "create_target": true,
 		"selector": map[string]any{"type": "even", "n": map[string]any{"$gte": 10}}}, 200)
 	got = leaves(t, a, "sel")
@@ -210,8 +218,8 @@ func TestFilteredAndAttachments(t *testing.T) {
 	// attachments over HTTP, then an update that keeps the attachment as a stub
 	b := testserver.Start(t)
 	must(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": dbURL(b, "tgt"), "create_target": true}, 200)
-	resp := b.Do(t, "GET", "/tgt/att/hello.txt", nil)
-	body, _ := io.ReadAll(resp.Body)
+	resp = b.Do(t, "GET", "/tgt/att/hello.txt", nil)
+	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != "hello world" {
 		t.Fatalf("attachment: %d %q", resp.StatusCode, body)

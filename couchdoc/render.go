@@ -1,7 +1,10 @@
-package httpgw
+package couchdoc
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
+	"io"
 	"strconv"
 
 	"github.com/settee/settee/docjson"
@@ -9,21 +12,21 @@ import (
 	"github.com/settee/settee/shard/revtree"
 )
 
-// docOpts are the GET options that change how a doc is rendered.
-type docOpts struct {
-	revs             bool
-	revsInfo         bool
-	conflicts        bool
-	deletedConflicts bool
-	localSeq         bool
-	attachments      bool     // inline data
-	attsSince        []string // inline data only for atts newer than these
-	attEncodingInfo  bool
+// Options are the read options that change how a doc is rendered.
+type Options struct {
+	Revs             bool
+	RevsInfo         bool
+	Conflicts        bool
+	DeletedConflicts bool
+	LocalSeq         bool
+	Attachments      bool     // inline data
+	AttsSince        []string // inline data only for atts newer than these
+	AttEncodingInfo  bool
 }
 
-// appendDoc splices a stored body into a document: the stored bytes are
+// Append splices a stored body into a document: the stored bytes are
 // copied as they are, with _id, _rev and the asked-for members around them.
-func appendDoc(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *docOpts) []byte {
+func Append(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *Options) []byte {
 	dst = append(dst, `{"_id":`...)
 	dst = docjson.AppendString(dst, id)
 	dst = append(dst, `,"_rev":`...)
@@ -37,13 +40,13 @@ func appendDoc(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *d
 		dst = append(dst, `,"_deleted":true`...)
 	}
 	var idx = -1
-	if info != nil && o != nil && (o.revs || o.revsInfo || o.localSeq) {
+	if info != nil && o != nil && (o.Revs || o.RevsInfo || o.LocalSeq) {
 		if r, err := revtree.ParseRev(rb.Rev); err == nil {
 			idx = revtree.Find(info, r)
 		}
 	}
 	if o != nil && idx >= 0 {
-		if o.revs {
+		if o.Revs {
 			path := revtree.Path(info, idx)
 			dst = append(dst, `,"_revisions":{"start":`...)
 			dst = strconv.AppendUint(dst, path[0].Pos, 10)
@@ -56,7 +59,7 @@ func appendDoc(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *d
 			}
 			dst = append(dst, "]}"...)
 		}
-		if o.revsInfo {
+		if o.RevsInfo {
 			dst = append(dst, `,"_revs_info":[`...)
 			for i, ri := range revtree.RevsInfo(info, idx) {
 				if i > 0 {
@@ -70,16 +73,16 @@ func appendDoc(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *d
 			}
 			dst = append(dst, ']')
 		}
-		if o.localSeq {
+		if o.LocalSeq {
 			dst = append(dst, `,"_local_seq":`...)
 			dst = strconv.AppendUint(dst, info.Nodes[idx].Seq, 10)
 		}
 	}
-	if o != nil && info != nil && (o.conflicts || o.deletedConflicts) {
-		if o.conflicts {
+	if o != nil && info != nil && (o.Conflicts || o.DeletedConflicts) {
+		if o.Conflicts {
 			dst = appendRevList(dst, "_conflicts", revtree.Conflicts(info))
 		}
-		if o.deletedConflicts {
+		if o.DeletedConflicts {
 			dst = appendRevList(dst, "_deleted_conflicts", revtree.DeletedConflicts(info))
 		}
 	}
@@ -117,12 +120,12 @@ func attsSincePos(revs []string) uint64 {
 	return max
 }
 
-func appendAtts(dst []byte, rb *pb.RevBody, o *docOpts) []byte {
+func appendAtts(dst []byte, rb *pb.RevBody, o *Options) []byte {
 	dst = append(dst, `,"_attachments":{`...)
 	since := uint64(0)
-	withData := o != nil && o.attachments
-	if o != nil && len(o.attsSince) > 0 {
-		since = attsSincePos(o.attsSince)
+	withData := o != nil && o.Attachments
+	if o != nil && len(o.AttsSince) > 0 {
+		since = attsSincePos(o.AttsSince)
 		withData = true
 	}
 	for i, a := range rb.Atts {
@@ -140,7 +143,7 @@ func appendAtts(dst []byte, rb *pb.RevBody, o *docOpts) []byte {
 		var data []byte
 		if inline {
 			var err error
-			if data, err = identity(a, rb.AttData[i]); err != nil {
+			if data, err = Identity(a, rb.AttData[i]); err != nil {
 				inline = false // a damaged blob: show the stub rather than fail the doc
 			}
 		}
@@ -153,7 +156,7 @@ func appendAtts(dst []byte, rb *pb.RevBody, o *docOpts) []byte {
 			dst = strconv.AppendUint(dst, a.Length, 10)
 			dst = append(dst, `,"stub":true`...)
 		}
-		if o != nil && o.attEncodingInfo && a.Encoding != "" {
+		if o != nil && o.AttEncodingInfo && a.Encoding != "" {
 			dst = append(dst, `,"encoding":`...)
 			dst = docjson.AppendString(dst, a.Encoding)
 			dst = append(dst, `,"encoded_length":`...)
@@ -162,4 +165,18 @@ func appendAtts(dst []byte, rb *pb.RevBody, o *docOpts) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
+}
+
+// Identity returns an attachment's data as the client sent it: stored
+// compressible types are gzipped (as CouchDB stores them).
+func Identity(meta *pb.AttMeta, stored []byte) ([]byte, error) {
+	if meta.Encoding != "gzip" {
+		return stored, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(stored))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	return io.ReadAll(zr)
 }
