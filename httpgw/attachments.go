@@ -145,9 +145,9 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		u.Atts = append(u.Atts, newAtt(name, ct, data))
+		u.Atts = append(u.Atts, couchdoc.NewAttachment(name, ct, data))
 	}
-	sortAtts(u.Atts)
+	couchdoc.SortAttachments(u.Atts)
 	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
 	if err != nil {
 		return err

@@ -1,9 +1,7 @@
 package httpgw
 
 import (
-	"crypto/md5"
-	"encoding/base64"
-	"encoding/json"
+	"github.com/settee/settee/couchdoc"
 	"strings"
 	"unicode/utf8"
 
@@ -30,68 +28,6 @@ func checkDocID(id string) error {
 	return nil
 }
 
-// attJSON is one member of _attachments as a client sends it.
-type attJSON struct {
-	ContentType string  `json:"content_type"`
-	Data        *string `json:"data"`
-	Stub        bool    `json:"stub"`
-	Follows     bool    `json:"follows"`
-	Revpos      uint64  `json:"revpos"`
-	Digest      string  `json:"digest"`
-	Length      uint64  `json:"length"`
-}
-
-// parseAtts decodes _attachments. It is the one part of a doc decoded into
-// Go values: attachment data must be base64-decoded and hashed anyway.
-func parseAtts(raw []byte) ([]*pb.Att, error) {
-	var m map[string]attJSON
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, badRequest("Bad special document member: _attachments")
-	}
-	out := make([]*pb.Att, 0, len(m))
-	for name, a := range m {
-		if name == "" || !utf8.ValidString(name) {
-			return nil, badRequest("Attachment name must be a non-empty UTF-8 string")
-		}
-		if strings.HasPrefix(name, "_") {
-			return nil, badRequest("Attachment name '" + name + "' starts with prohibited character '_'")
-		}
-		switch {
-		case a.Stub:
-			out = append(out, &pb.Att{Name: name, Stub: true, Revpos: a.Revpos})
-		case a.Data != nil:
-			data, err := base64.StdEncoding.DecodeString(*a.Data)
-			if err != nil {
-				return nil, badRequest("Invalid attachment data for " + name)
-			}
-			ct := a.ContentType
-			if ct == "" {
-				ct = "application/octet-stream"
-			}
-			out = append(out, newAtt(name, ct, data))
-		case a.Follows:
-			return nil, badRequest("attachment " + name + " follows, but the request is not multipart")
-		default:
-			return nil, badRequest("Invalid attachment stub in " + name)
-		}
-	}
-	sortAtts(out)
-	return out, nil
-}
-
-func sortAtts(a []*pb.Att) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j].Name < a[j-1].Name; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-}
-
-func digestOf(data []byte) string {
-	sum := md5.Sum(data)
-	return "md5-" + base64.StdEncoding.EncodeToString(sum[:])
-}
-
 // docUpdate turns a parsed doc into a shard update.
 func docUpdate(tag uint32, id string, d *docjson.Doc, newEdits bool) (*pb.DocUpdate, error) {
 	u := &pb.DocUpdate{Tag: tag, Id: id, Body: d.Body, Rev: d.Rev, Deleted: d.Deleted, HasAtts: d.HasAttachments}
@@ -111,9 +47,9 @@ func docUpdate(tag uint32, id string, d *docjson.Doc, newEdits bool) (*pb.DocUpd
 		return nil, badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
 	}
 	if d.HasAttachments && len(d.Attachments) > 2 {
-		atts, err := parseAtts(d.Attachments)
+		atts, err := couchdoc.ParseAttachments(d.Attachments)
 		if err != nil {
-			return nil, err
+			return nil, badRequest(err.Error())
 		}
 		u.Atts = atts
 	}

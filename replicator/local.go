@@ -2,9 +2,6 @@ package replicator
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/settee/settee/couchdoc"
@@ -214,35 +211,9 @@ func parseRepDoc(tag uint32, raw []byte) (*pb.DocUpdate, error) {
 		u.Revisions = &pb.Revisions{Start: d.Revisions.Start, Ids: d.Revisions.IDs}
 	}
 	if d.HasAttachments && len(d.Attachments) > 2 {
-		var m map[string]struct {
-			ContentType string  `json:"content_type"`
-			Data        *string `json:"data"`
-			Stub        bool    `json:"stub"`
-			Revpos      uint64  `json:"revpos"`
-		}
-		if err := json.Unmarshal(d.Attachments, &m); err != nil {
+		// stored as the gateway stores them (compressible types gzipped)
+		if u.Atts, err = couchdoc.ParseAttachments(d.Attachments); err != nil {
 			return nil, err
-		}
-		for name, a := range m {
-			switch {
-			case a.Stub:
-				u.Atts = append(u.Atts, &pb.Att{Name: name, Stub: true, Revpos: a.Revpos})
-			case a.Data != nil:
-				data, err := base64.StdEncoding.DecodeString(*a.Data)
-				if err != nil {
-					return nil, err
-				}
-				sum := md5.Sum(data)
-				u.Atts = append(u.Atts, &pb.Att{Name: name, ContentType: a.ContentType, Data: data,
-					Digest: "md5-" + base64.StdEncoding.EncodeToString(sum[:]), Length: uint64(len(data)), Revpos: a.Revpos})
-			default:
-				return nil, fmt.Errorf("replicator: attachment %q has neither data nor stub", name)
-			}
-		}
-		for i := 1; i < len(u.Atts); i++ {
-			for j := i; j > 0 && u.Atts[j].Name < u.Atts[j-1].Name; j-- {
-				u.Atts[j], u.Atts[j-1] = u.Atts[j-1], u.Atts[j]
-			}
 		}
 	}
 	return u, nil
