@@ -13,26 +13,12 @@ import (
 // Compact asks every copy of every shard of db to compact. It returns true
 // when every copy was compacting already (the request changed nothing).
 func (c *Coordinator) Compact(ctx context.Context, db string) (alreadyRunning bool, err error) {
-	_, ranges, err := c.lookup(ctx, db)
+	replies, err := askAll[*pb.CompactStarted](ctx, c, db, &pb.CompactShard{}, "compact")
 	if err != nil {
 		return false, err
 	}
-	var futures []*actor.Future
-	to := actors.Timeout(ctx)
-	for _, r := range ranges {
-		for _, cp := range c.copies(r) {
-			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.CompactShard{}, to))
-		}
-	}
 	already := true
-	for _, f := range futures {
-		r, err := actors.Await[*pb.CompactStarted](ctx, f)
-		if err != nil {
-			return false, fmt.Errorf("coordinator: compact: %w", err)
-		}
-		if r.Error != nil {
-			return false, r.Error
-		}
+	for _, r := range replies {
 		already = already && r.AlreadyRunning
 	}
 	return already, nil
@@ -48,26 +34,12 @@ type DiskInfo struct {
 
 // DiskInfo asks every copy of db for its disk figures.
 func (c *Coordinator) DiskInfo(ctx context.Context, db string) (*DiskInfo, error) {
-	_, ranges, err := c.lookup(ctx, db)
+	replies, err := askAll[*pb.DiskInfo](ctx, c, db, &pb.GetDiskInfo{}, "disk info")
 	if err != nil {
 		return nil, err
 	}
-	var futures []*actor.Future
-	to := actors.Timeout(ctx)
-	for _, r := range ranges {
-		for _, cp := range c.copies(r) {
-			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.GetDiskInfo{}, to))
-		}
-	}
 	out := &DiskInfo{}
-	for _, f := range futures {
-		r, err := actors.Await[*pb.DiskInfo](ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("coordinator: disk info: %w", err)
-		}
-		if r.Error != nil {
-			return nil, r.Error
-		}
+	for _, r := range replies {
 		out.FileSize += r.FileSize
 		out.ActiveSize += r.ActiveSize
 		out.CompactRunning = out.CompactRunning || r.CompactRunning
@@ -130,25 +102,6 @@ func (c *Coordinator) Purge(ctx context.Context, db string, reqs []*pb.PurgeRequ
 
 // SetPurgedInfosLimit sets purged_infos_limit on every copy of db.
 func (c *Coordinator) SetPurgedInfosLimit(ctx context.Context, db string, limit uint64) error {
-	_, ranges, err := c.lookup(ctx, db)
-	if err != nil {
-		return err
-	}
-	var futures []*actor.Future
-	to := actors.Timeout(ctx)
-	for _, r := range ranges {
-		for _, cp := range c.copies(r) {
-			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), &pb.SetPurgedInfosLimit{Limit: limit}, to))
-		}
-	}
-	for _, f := range futures {
-		r, err := actors.Await[*pb.PurgedInfosLimitReply](ctx, f)
-		if err != nil {
-			return fmt.Errorf("coordinator: purged_infos_limit: %w", err)
-		}
-		if r.Error != nil {
-			return r.Error
-		}
-	}
-	return nil
+	_, err := askAll[*pb.PurgedInfosLimitReply](ctx, c, db, &pb.SetPurgedInfosLimit{Limit: limit}, "purged_infos_limit")
+	return err
 }

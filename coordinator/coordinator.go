@@ -481,45 +481,44 @@ func (c *Coordinator) shardMetas(ctx context.Context, ranges []Range) ([]*pb.Sha
 
 // SetMeta writes db-wide settings (security, revs_limit) to every copy.
 func (c *Coordinator) SetMeta(ctx context.Context, db string, m *pb.SetMeta) error {
+	_, err := askAll[*pb.MetaReply](ctx, c, db, m, "set meta")
+	return err
+}
+
+// Flush waits until every write cast to the database's shards is synced.
+func (c *Coordinator) Flush(ctx context.Context, db string) error {
+	_, err := askAll[*pb.FlushReply](ctx, c, db, &pb.Flush{}, "flush")
+	return err
+}
+
+// replyWithError is a shard answer that may carry a shard error.
+type replyWithError interface{ GetError() *pb.Error }
+
+// askAll sends msg to every live copy of every range of db, all before
+// awaiting any, and returns their answers; the first failure or shard
+// error ends it.
+func askAll[T replyWithError](ctx context.Context, c *Coordinator, db string, msg any, what string) ([]T, error) {
 	_, ranges, err := c.lookup(ctx, db)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var futures []*actor.Future
 	to := actors.Timeout(ctx)
 	for _, r := range ranges {
 		for _, cp := range c.copies(r) {
-			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), m, to))
+			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), msg, to))
 		}
 	}
+	out := make([]T, 0, len(futures))
 	for _, f := range futures {
-		r, err := actors.Await[*pb.MetaReply](ctx, f)
+		r, err := actors.Await[T](ctx, f)
 		if err != nil {
-			return fmt.Errorf("coordinator: set meta: %w", err)
+			return nil, fmt.Errorf("coordinator: %s: %w", what, err)
 		}
-		if r.Error != nil {
-			return r.Error
+		if e := r.GetError(); e != nil {
+			return nil, e
 		}
+		out = append(out, r)
 	}
-	return nil
-}
-
-// Flush waits until every write cast to the database's shards is synced.
-func (c *Coordinator) Flush(ctx context.Context, db string) error {
-	_, ranges, err := c.lookup(ctx, db)
-	if err != nil {
-		return err
-	}
-	for _, r := range ranges {
-		for _, cp := range c.copies(r) {
-			fr, err := actors.Ask[*pb.FlushReply](ctx, c.root, c.pl.PID(cp), &pb.Flush{})
-			if err != nil {
-				return fmt.Errorf("coordinator: flush: %w", err)
-			}
-			if fr.Error != nil {
-				return fr.Error
-			}
-		}
-	}
-	return nil
+	return out, nil
 }

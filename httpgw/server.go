@@ -215,10 +215,7 @@ func (g *Gateway) route(rq *req) error {
 		case "_users", "_replicator":
 			return g.routeDB(rq)
 		}
-		if len(rq.segs) == 1 && rq.r.Method == http.MethodPut {
-			return illegalDBName(first)
-		}
-		return newErr(400, "illegal_database_name", "Name: '"+first+"'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+		return illegalDBName(first)
 	}
 	return g.routeDB(rq)
 }

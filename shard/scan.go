@@ -104,14 +104,11 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 				row.Info = info
 				size += 64 + len(info.Id)
 				if m.IncludeDocs && !info.Deleted {
-					b, err := s.body(txn, info.Id, info.Winner)
+					n, err := s.addWinnerBody(txn, row)
 					if err != nil {
 						return err
 					}
-					if b != nil {
-						row.Json, row.Atts = b.Json, b.Atts
-						size += len(b.Json)
-					}
+					size += n
 				}
 			}
 			reply.Rows = append(reply.Rows, row)
@@ -122,6 +119,17 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 		reply.Error = perr(ErrInternal.Code, err.Error())
 	}
 	return reply
+}
+
+// addWinnerBody puts the winning revision's body in row (include_docs) and
+// returns its size; a compacted-away body leaves the row without one.
+func (s *store) addWinnerBody(txn *badger.Txn, row *pb.Row) (int, error) {
+	b, err := s.body(txn, row.Info.Id, row.Info.Winner)
+	if err != nil || b == nil {
+		return 0, err
+	}
+	row.Json, row.Atts = b.Json, b.Atts
+	return len(b.Json), nil
 }
 
 // readChanges answers one page of the by-seq index. It reads that index
@@ -160,14 +168,11 @@ func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 			row := &pb.Row{Info: info}
 			size += 64 + len(info.Id)
 			if m.IncludeDocs {
-				b, err := s.body(txn, info.Id, info.Winner)
+				n, err := s.addWinnerBody(txn, row)
 				if err != nil {
 					return err
 				}
-				if b != nil {
-					row.Json, row.Atts = b.Json, b.Atts
-					size += len(b.Json)
-				}
+				size += n
 			}
 			reply.Rows = append(reply.Rows, row)
 		}
