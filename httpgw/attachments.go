@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/shard/revtree"
 )
@@ -165,10 +164,7 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	if out[0].Accepted {
 		status = 202
 	}
-	buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
-	buf = append(buf, `,"rev":`...)
-	buf = docjson.AppendString(buf, out[0].Rev)
-	return g.writeJSON(rq, status, append(buf, "}\n"...))
+	return g.writeJSON(rq, status, okRev(id, out[0].Rev))
 }
 
 func acceptsGzip(ae string) bool {

@@ -224,14 +224,7 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 			return err
 		}
 	}
-	b, err := readBody(rq, g.cfg.MaxRequestSize)
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) > g.cfg.MaxDocumentSize {
-		return newErr(413, "document_too_large", "")
-	}
-	d, err := docjson.ParseDoc(b)
+	d, err := g.readDocBody(rq, g.cfg.MaxRequestSize)
 	if err != nil {
 		return err
 	}
@@ -289,22 +282,33 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, newEdits, loc
 	case o.Accepted:
 		status = 202
 	}
+	return g.writeJSON(rq, status, okRev(id, rev))
+}
+
+// okRev is the answer to a write: {"ok":true,"id":…,"rev":…}.
+func okRev(id, rev string) []byte {
 	buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
 	buf = append(buf, `,"rev":`...)
 	buf = docjson.AppendString(buf, rev)
-	buf = append(buf, "}\n"...)
-	return g.writeJSON(rq, status, buf)
+	return append(buf, "}\n"...)
+}
+
+// readDocBody reads and parses a single document's body: bigger than
+// max_document_size is 413 document_too_large (with CouchDB's empty
+// reason), bad JSON or special members the parser's error.
+func (g *Gateway) readDocBody(rq *req, limit int64) (*docjson.Doc, error) {
+	b, err := readBody(rq, limit)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > g.cfg.MaxDocumentSize {
+		return nil, newErr(413, "document_too_large", "")
+	}
+	return docjson.ParseDoc(b)
 }
 
 func (g *Gateway) postDoc(rq *req, db string) error {
-	b, err := readBody(rq, g.cfg.MaxRequestSize)
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) > g.cfg.MaxDocumentSize {
-		return newErr(413, "document_too_large", "")
-	}
-	d, err := docjson.ParseDoc(b)
+	d, err := g.readDocBody(rq, g.cfg.MaxRequestSize)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -27,14 +26,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
 		return g.writeJSON(rq, 200, append(couchdoc.Append(nil, id, nil, rb, nil), '\n'))
 	case http.MethodPut:
-		b, err := readBody(rq, g.cfg.MaxDocumentSize+1)
-		if err != nil {
-			return err
-		}
-		if int64(len(b)) > g.cfg.MaxDocumentSize {
-			return newErr(413, "document_too_large", "")
-		}
-		d, err := docjson.ParseDoc(b)
+		d, err := g.readDocBody(rq, g.cfg.MaxDocumentSize+1)
 		if err != nil {
 			return err
 		}
@@ -48,12 +40,9 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		if err != nil {
 			return err
 		}
-		buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
-		buf = append(buf, `,"rev":`...)
-		buf = docjson.AppendString(buf, rev)
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
 		rq.w.Header().Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(id))
-		return g.writeJSON(rq, 201, append(buf, "}\n"...))
+		return g.writeJSON(rq, 201, okRev(id, rev))
 	case http.MethodDelete:
 		return g.deleteLocal(rq, db, id)
 	}
@@ -68,9 +57,6 @@ func (g *Gateway) deleteLocal(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	buf := append([]byte(`{"ok":true,"id":`), docjson.AppendString(nil, id)...)
-	buf = append(buf, `,"rev":`...)
-	buf = docjson.AppendString(buf, rev)
 	rq.w.Header().Set("ETag", `"`+rev+`"`)
-	return g.writeJSON(rq, 200, append(buf, "}\n"...))
+	return g.writeJSON(rq, 200, okRev(id, rev))
 }
