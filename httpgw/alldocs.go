@@ -2,7 +2,6 @@ package httpgw
 
 import (
 	"encoding/json"
-	"errors"
 	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
@@ -10,10 +9,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
 )
-
-var errStop = errors.New("stop")
 
 // handleAllDocs serves _all_docs, _design_docs (prefix "_design/") and
 // _local_docs (prefix "_local/"). Rows are written as they are merged.
@@ -362,8 +358,6 @@ func (g *Gateway) appendRowWithData(info *pb.FullDocInfo, rb *pb.RevBody, o *row
 	buf = couchdoc.Append(buf, info.Id, info, rb, &o.doc)
 	return append(buf, '}')
 }
-
-var _ = revtree.ParseRev
 
 // handleAllDocsQueries serves POST _all_docs/queries: several queries, one
 // response.

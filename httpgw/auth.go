@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -127,30 +126,15 @@ func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
 	if ok && time.Now().Before(c.expires) {
 		return c.user, nil
 	}
-	var user *User
-	var salt string
-	admin := a.g.cfg.Admin
-	if name == admin.Name {
-		if !admin.Verify(pw) {
-			return nil, errBadLogin
-		}
-		user, salt = &User{Name: name, Roles: []string{"_admin"}, Admin: true}, admin.Salt
-	} else {
-		cred, err := a.userDoc(rq, name)
-		if err != nil || cred == nil || !cred.Verify(pw) {
-			return nil, errBadLogin
-		}
-		roles := cred.Roles
-		if roles == nil {
-			roles = []string{}
-		}
-		user, salt = &User{Name: name, Roles: roles, Admin: slices.Contains(roles, "_admin")}, cred.Salt
+	user, cred := a.account(rq, name)
+	if cred == nil || !cred.Verify(pw) {
+		return nil, errBadLogin
 	}
 	a.mu.Lock()
 	if len(a.cache) > 10000 {
 		clear(a.cache)
 	}
-	a.cache[key] = cached{user: user, salt: salt, expires: time.Now().Add(5 * time.Minute)}
+	a.cache[key] = cached{user: user, salt: cred.Salt, expires: time.Now().Add(5 * time.Minute)}
 	a.mu.Unlock()
 	return user, nil
 }
@@ -210,33 +194,37 @@ func (a *authenticator) checkCookie(rq *req, v string) *User {
 	if err != nil || time.Since(time.Unix(t, 0)) > a.g.cfg.SessionTimeout {
 		return nil
 	}
-	var user *User
-	var salt string
-	if name == a.g.cfg.Admin.Name {
-		user, salt = &User{Name: name, Roles: []string{"_admin"}, Admin: true}, a.g.cfg.Admin.Salt
-	} else {
-		cred, err := a.userDoc(rq, name)
-		if err != nil || cred == nil {
-			return nil
-		}
-		roles := cred.Roles
-		if roles == nil {
-			roles = []string{}
-		}
-		user, salt = &User{Name: name, Roles: roles, Admin: slices.Contains(roles, "_admin")}, cred.Salt
+	user, cred := a.account(rq, name)
+	if cred == nil {
+		return nil
 	}
-	if !hmac.Equal([]byte(mac), []byte(a.mac(name+":"+ts, salt))) {
+	if !hmac.Equal([]byte(mac), []byte(a.mac(name+":"+ts, cred.Salt))) {
 		return nil
 	}
 	user.Handler = "cookie"
 	return user
 }
 
-func (a *authenticator) saltOf(rq *req, name string) string {
-	if name == a.g.cfg.Admin.Name {
-		return a.g.cfg.Admin.Salt
+// account finds a name: the server admin, else its _users doc. The user
+// comes with the stored credential (nil: no such account).
+func (a *authenticator) account(rq *req, name string) (*User, *Credential) {
+	if admin := a.g.cfg.Admin; name == admin.Name {
+		return &User{Name: name, Roles: []string{"_admin"}, Admin: true}, admin
 	}
-	if cred, err := a.userDoc(rq, name); err == nil && cred != nil {
+	cred, err := a.userDoc(rq, name)
+	if err != nil || cred == nil {
+		return nil, nil
+	}
+	roles := cred.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	return &User{Name: name, Roles: roles, Admin: slices.Contains(roles, "_admin")}, cred
+}
+
+// saltOf is the salt that keys name's session cookies.
+func (a *authenticator) saltOf(rq *req, name string) string {
+	if _, cred := a.account(rq, name); cred != nil {
 		return cred.Salt
 	}
 	return ""
@@ -381,5 +369,3 @@ func requireAdmin(rq *req) error {
 	}
 	return errNotAdmin
 }
-
-var errNoAuth = errors.New("unauthenticated")

@@ -1,7 +1,6 @@
 package httpgw
 
 import (
-	"encoding/json"
 	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
@@ -351,5 +350,3 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 	}
 	return append(buf, '}')
 }
-
-var _ = json.Valid

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"testing"
 
 	"github.com/settee/settee/internal/testserver"
@@ -88,5 +87,3 @@ type changes struct {
 	LastSeq string `json:"last_seq"`
 	Pending int    `json:"pending"`
 }
-
-var _ = http.MethodGet

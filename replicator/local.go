@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/settee/settee/couchdoc"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/settee/settee/coordinator"
@@ -241,5 +240,3 @@ func (e *LocalEndpoint) PutLocal(ctx context.Context, id string, body []byte) er
 	_, err = e.c.PutLocal(ctx, e.db, &pb.PutLocal{Id: "_local/" + id, Json: d.Body})
 	return e.wrap(err)
 }
-
-var _ = strings.HasPrefix

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -609,6 +607,3 @@ func (s *Scheduler) sorted() []*entry {
 	})
 	return out
 }
-
-var _ = http.StatusOK
-var _ = strconv.Itoa
