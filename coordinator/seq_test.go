@@ -27,8 +27,8 @@ func TestSeqRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"garbage", "1-!!!", "1-", "5-AQ", "x-AQAAgICAgAgB"} {
-		if _, err := DecodeSeq(ranges, bad); err == nil && bad != "x-AQAAgICAgAgB" {
+	for _, bad := range []string{"garbage", "1-!!!", "1-", "5-AQ"} {
+		if _, err := DecodeSeq(ranges, bad); err == nil {
 			t.Errorf("DecodeSeq(%q) accepted", bad)
 		}
 	}
