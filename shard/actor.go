@@ -24,6 +24,8 @@ type Config struct {
 	Disk *Disk
 	// Tasks receives a database_compaction task while the shard compacts.
 	Tasks *tasks.Registry
+	// Observer hears of commits and reads (the node's metrics); nil: none.
+	Observer Observer
 }
 
 // Props returns the props of a shard actor.
@@ -205,7 +207,11 @@ func (a *Actor) async(ctx actor.Context, f func() proto.Message) {
 		return
 	}
 	root := ctx.ActorSystem().Root
-	go func() { root.Send(sender, f()) }()
+	go func() {
+		r := f()
+		a.read(r)
+		root.Send(sender, r)
+	}()
 }
 
 func (a *Actor) maybeCommit(ctx actor.Context) {
@@ -293,6 +299,7 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 			}
 		}
 	} else {
+		a.committed(d)
 		a.meta = d.res.meta
 		a.cfg.Disk.add(d.res.stats.FileSize - a.stats.FileSize)
 		a.stats = d.res.stats

@@ -36,7 +36,9 @@ type applyResult struct {
 	meta    *pb.ShardMeta
 	stats   *pb.ShardStats
 	digests []string
-	err     error
+	// took is the time spent in badger's synced commits (Observer).
+	took time.Duration
+	err  error
 }
 
 // writer accumulates one group's writes, splitting into several badger
@@ -57,6 +59,8 @@ type writer struct {
 	// track is set (a compaction is running and will sweep attachments).
 	track   bool
 	digests []string
+	// took sums the time spent in badger's synced commits.
+	took time.Duration
 }
 
 type wentry struct {
@@ -106,6 +110,8 @@ func (w *writer) add(e wentry) error {
 // commit commits the open transaction, replaying it while badger blocks
 // writes.
 func (w *writer) commit() error {
+	start := time.Now()
+	defer func() { w.took += time.Since(start) }()
 	err := w.txn.Commit()
 	for delay := time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 50*time.Millisecond) {
 		time.Sleep(delay)
@@ -192,7 +198,7 @@ func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 		res.err = fmt.Errorf("shard: commit: %w", err)
 		return res
 	}
-	res.meta, res.stats, res.digests = meta, stats, w.digests
+	res.meta, res.stats, res.digests, res.took = meta, stats, w.digests, w.took
 	return res
 }
 
