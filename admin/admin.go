@@ -394,7 +394,12 @@ func replicateCmd(o *opts) *cobra.Command {
 			}
 			body := map[string]any{"source": args[0], "target": args[1], "continuous": continuous, "create_target": createTarget}
 			var res map[string]any
-			if err := c.do(o.ctx, "POST", "/_replicate", body, &res); err != nil {
+			if !continuous && !o.json && isTerminal(o.out) {
+				err = replicateWithBar(o, c, body, &res, args[0], args[1])
+			} else {
+				err = c.do(o.ctx, "POST", "/_replicate", body, &res)
+			}
+			if err != nil {
 				return err
 			}
 			return o.print(res, func(w *tabwriter.Writer) {
@@ -438,6 +443,74 @@ func replicateCmd(o *opts) *cobra.Command {
 			return o.print(map[string]any{"ok": true, "cancelled": args[0]}, func(w *tabwriter.Writer) { fmt.Fprintf(w, "cancelled %s\n", args[0]) })
 		}})
 	return cmd
+}
+
+// replicateWithBar runs a one-shot replication (POST /_replicate answers
+// when it is done) and meanwhile draws docs written out of written+pending
+// from the job's _active_tasks entry.
+func replicateWithBar(o *opts, c *client, body map[string]any, res *map[string]any, source, target string) error {
+	src, tgt := endpointKey(source), endpointKey(target)
+	bar := progressbar.NewOptions(1, progressbar.OptionSetWriter(o.out), progressbar.OptionShowCount(),
+		progressbar.OptionSetDescription("replicating "+src+" -> "+tgt))
+	drawn := false
+	done := make(chan error, 1)
+	go func() { done <- c.do(o.ctx, "POST", "/_replicate", body, res) }()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				if drawn {
+					fmt.Fprintln(o.out)
+				}
+				return err
+			}
+			h, _ := (*res)["history"].([]any)
+			written := 0.0
+			if len(h) > 0 {
+				last, _ := h[0].(map[string]any)
+				written, _ = last["docs_written"].(float64)
+			}
+			if written > 0 || drawn {
+				bar.ChangeMax(max(int(written), 1))
+				_ = bar.Finish()
+				fmt.Fprintln(o.out)
+			}
+			return nil
+		case <-tick.C:
+			var tasks []map[string]any
+			if c.do(o.ctx, "GET", "/_active_tasks", nil, &tasks) != nil {
+				continue
+			}
+			for _, t := range tasks {
+				if t["type"] != "replication" || t["continuous"] == true ||
+					endpointKey(fmt.Sprint(t["source"])) != src || endpointKey(fmt.Sprint(t["target"])) != tgt {
+					continue
+				}
+				written, _ := t["docs_written"].(float64)
+				pending, _ := t["changes_pending"].(float64)
+				if written+pending > 0 {
+					bar.ChangeMax(int(written + pending))
+					_ = bar.Set(int(written))
+					drawn = true
+				}
+				break
+			}
+		}
+	}
+}
+
+// endpointKey is a replication endpoint as a database name or a URL
+// without credentials or trailing slash: how the bar names it and how it
+// is matched against the source and target of _active_tasks.
+func endpointKey(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return s
+	}
+	u.User = nil
+	return strings.TrimSuffix(u.String(), "/")
 }
 
 func summary(res map[string]any) string {
