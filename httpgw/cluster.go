@@ -114,6 +114,8 @@ func (g *Gateway) handleNode(rq *req) error {
 			return g.handleSystem(rq)
 		case "_versions":
 			return g.handleVersions(rq)
+		case "_prometheus":
+			return g.handlePrometheus(rq)
 		}
 	}
 	return errMissing

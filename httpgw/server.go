@@ -55,6 +55,9 @@ type Config struct {
 	// copy on a node that died costs at most this); feeds and one-shot
 	// replications, which are long by nature, are not bounded. 0: none.
 	RequestTimeout time.Duration
+	// Metrics records requests and serves /_node/_local/_prometheus (nil:
+	// not recorded, 404).
+	Metrics Metrics
 }
 
 // Gateway is the CouchDB HTTP API of one node.
@@ -117,13 +120,18 @@ type req struct {
 
 // ServeHTTP routes a request. A panic is recovered, logged and answered 500.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	sr := &statusRecorder{ResponseWriter: w}
-	defer func() { g.stats.count(r.Method, sr.status) }()
+	var rq *req
+	defer func() {
+		g.stats.count(r.Method, sr.status)
+		g.observe(rq, r.Method, sr.status, start)
+	}()
 	w = sr
 	h := w.Header()
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
-	rq := &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
+	rq = &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
 	if g.cfg.RequestTimeout > 0 && !longRequest(r) {
 		var cancel context.CancelFunc
 		rq.ctx, cancel = context.WithTimeout(rq.ctx, g.cfg.RequestTimeout)

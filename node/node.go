@@ -17,6 +17,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/metrics"
 	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
@@ -46,6 +47,8 @@ type Node struct {
 	disk  *shard.Disk
 	// smoosh compacts databases by itself (smoosh.go)
 	smoosh *smoosh.Daemon
+	// metrics is the node's Prometheus registry (/_node/_local/_prometheus)
+	metrics *metrics.Metrics
 
 	closeOnce sync.Once
 	closeErr  error
@@ -72,6 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.disk = shard.NewDisk(n.db, badgerDir(cfg.DataDir), log)
 	n.tasks = tasks.New(cfg.Name)
+	n.metrics = metrics.New(metrics.Config{Tasks: n.tasks, Storage: n.db, Disk: n.disk})
 	fail := func(err error) (*Node, error) {
 		if n.ln != nil {
 			_ = n.ln.Close()
@@ -101,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return log.With("src", "actor")
 	}))
-	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks); err != nil {
+	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics); err != nil {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
@@ -141,6 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		MaxDocumentSize: cfg.MaxDocumentSize,
 		MaxRequestSize:  cfg.MaxRequestSize,
 		RequestTimeout:  cfg.RequestTimeout,
+		Metrics:         n.metrics,
 		Logger:          log,
 	})
 	if err != nil {
