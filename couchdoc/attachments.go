@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -73,40 +75,116 @@ func SortAttachments(a []*pb.Att) {
 }
 
 // ErrBadAttachment is what every ParseAttachments error unwraps to; the
-// error's text is CouchDB's reason (bad_request).
+// error's text is CouchDB's reason and AttErrorCode its error name.
 var ErrBadAttachment = errors.New("couchdoc: bad attachment")
 
-type attError string
+type attError struct {
+	code   string // "" for bad_request
+	reason string
+}
 
-func (e attError) Error() string { return string(e) }
-func (e attError) Unwrap() error { return ErrBadAttachment }
+func (e *attError) Error() string { return e.reason }
+func (e *attError) Unwrap() error { return ErrBadAttachment }
+
+func badAtt(reason string) error { return &attError{reason: reason} }
+
+// AttErrorCode is CouchDB's error name for a ParseAttachments error:
+// bad_request, or content_md5_mismatch when data does not match its
+// digest.
+func AttErrorCode(err error) string {
+	var ae *attError
+	if errors.As(err, &ae) && ae.code != "" {
+		return ae.code
+	}
+	return "bad_request"
+}
 
 // attJSON is one member of _attachments as a client sends it.
 type attJSON struct {
-	ContentType string  `json:"content_type"`
-	Data        *string `json:"data"`
-	Stub        bool    `json:"stub"`
-	Follows     bool    `json:"follows"`
-	Revpos      uint64  `json:"revpos"`
+	ContentType   string  `json:"content_type"`
+	Data          *string `json:"data"`
+	Stub          bool    `json:"stub"`
+	Follows       bool    `json:"follows"`
+	Revpos        uint64  `json:"revpos"`
+	Length        *uint64 `json:"length"`
+	EncodedLength *uint64 `json:"encoded_length"`
+	Encoding      string  `json:"encoding"`
+	Digest        string  `json:"digest"`
+}
+
+type namedAtt struct {
+	name string
+	attJSON
+}
+
+// decodeAtts decodes an _attachments object keeping its members' order
+// (multipart bodies follow it); a name given twice counts once, with its
+// last value, at its first place.
+func decodeAtts(raw []byte) ([]namedAtt, error) {
+	bad := badAtt("Bad special document member: _attachments")
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, bad
+	}
+	var out []namedAtt
+	at := map[string]int{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, bad
+		}
+		name, _ := t.(string)
+		var a attJSON
+		if err := dec.Decode(&a); err != nil {
+			return nil, bad
+		}
+		if i, ok := at[name]; ok {
+			out[i].attJSON = a
+			continue
+		}
+		at[name] = len(out)
+		out = append(out, namedAtt{name: name, attJSON: a})
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, bad
+	}
+	return out, nil
 }
 
 // ParseAttachments decodes a doc's _attachments object (the one part of a
 // doc decoded into Go values: data must be base64-decoded and hashed
 // anyway) into sorted shard attachments: stubs, and new data stored as
 // NewAttachment stores it. A revpos sent with data is kept for the shard,
-// which uses it for replicated revisions only.
+// which uses it for replicated revisions only. An entry that says
+// "follows" is an error: the request is not multipart.
 func ParseAttachments(raw []byte) ([]*pb.Att, error) {
-	var m map[string]attJSON
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, attError("Bad special document member: _attachments")
+	return parseAtts(raw, nil, false)
+}
+
+// ParseAttachmentsFollows is ParseAttachments for a multipart/related
+// document: the entries that say "follows" take the parts, in their order
+// in the JSON (as CouchDB matches them). A part's size must match the
+// entry's length (encoded_length when an encoding is given) and its MD5
+// the entry's digest, when they are given; a part left over or missing is
+// an error.
+func ParseAttachmentsFollows(raw []byte, parts [][]byte) ([]*pb.Att, error) {
+	return parseAtts(raw, parts, true)
+}
+
+func parseAtts(raw []byte, parts [][]byte, multipart bool) ([]*pb.Att, error) {
+	atts, err := decodeAtts(raw)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]*pb.Att, 0, len(m))
-	for name, a := range m {
+	out := make([]*pb.Att, 0, len(atts))
+	next := 0
+	for _, a := range atts {
+		name := a.name
 		if name == "" || !utf8.ValidString(name) {
-			return nil, attError("Attachment name must be a non-empty UTF-8 string")
+			return nil, badAtt("Attachment name must be a non-empty UTF-8 string")
 		}
 		if strings.HasPrefix(name, "_") {
-			return nil, attError("Attachment name '" + name + "' starts with prohibited character '_'")
+			return nil, badAtt("Attachment name '" + name + "' starts with prohibited character '_'")
 		}
 		switch {
 		case a.Stub:
@@ -114,21 +192,88 @@ func ParseAttachments(raw []byte) ([]*pb.Att, error) {
 		case a.Data != nil:
 			data, err := base64.StdEncoding.DecodeString(*a.Data)
 			if err != nil {
-				return nil, attError("Invalid attachment data for " + name)
+				return nil, badAtt("Invalid attachment data for " + name)
 			}
-			ct := a.ContentType
-			if ct == "" {
-				ct = "application/octet-stream"
-			}
-			att := NewAttachment(name, ct, data)
+			att := NewAttachment(name, contentType(a.ContentType), data)
 			att.Revpos = a.Revpos
 			out = append(out, att)
+		case a.Follows && !multipart:
+			return nil, badAtt("attachment " + name + " follows, but the request is not multipart")
 		case a.Follows:
-			return nil, attError("attachment " + name + " follows, but the request is not multipart")
+			if next >= len(parts) {
+				return nil, badAtt(fmt.Sprintf("attachment %s follows, but the body has only %d attachment parts", name, len(parts)))
+			}
+			att, err := followed(name, &a.attJSON, parts[next])
+			if err != nil {
+				return nil, err
+			}
+			next++
+			out = append(out, att)
 		default:
-			return nil, attError("Invalid attachment stub in " + name)
+			return nil, badAtt("Invalid attachment stub in " + name)
 		}
+	}
+	if next < len(parts) {
+		return nil, badAtt(fmt.Sprintf("the body has %d attachment parts, but only %d attachments follow", len(parts), next))
 	}
 	SortAttachments(out)
 	return out, nil
+}
+
+func contentType(ct string) string {
+	if ct == "" {
+		return "application/octet-stream"
+	}
+	return ct
+}
+
+// followed builds the attachment of a "follows" entry from its part.
+func followed(name string, a *attJSON, data []byte) (*pb.Att, error) {
+	want := a.Length
+	if a.Encoding != "" && a.Encoding != "identity" && a.EncodedLength != nil {
+		want = a.EncodedLength
+	}
+	if want != nil && *want != uint64(len(data)) {
+		return nil, badAtt(fmt.Sprintf("attachment %s: its part has %d bytes, but its length is %d", name, len(data), *want))
+	}
+	// CouchDB checks the digest against the bytes as sent
+	if a.Digest != "" && a.Digest != Digest(data) {
+		return nil, &attError{code: "content_md5_mismatch", reason: "Possible message corruption."}
+	}
+	ct := contentType(a.ContentType)
+	var att *pb.Att
+	switch a.Encoding {
+	case "", "identity":
+		att = NewAttachment(name, ct, data)
+	case "gzip":
+		// stored as sent: a client that accepts gzip gets these bytes back
+		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			return nil, badAtt("attachment " + name + " says gzip, but its part is not gzip data")
+		}
+		att = &pb.Att{Name: name, ContentType: ct, Data: data, Digest: Digest(data),
+			Encoding: "gzip", EncodedLength: uint64(len(data))}
+		if a.Length != nil {
+			att.Length = *a.Length
+		} else {
+			n, err := gunzipLen(data)
+			if err != nil {
+				return nil, badAtt("attachment " + name + " says gzip, but its part is not gzip data")
+			}
+			att.Length = n
+		}
+	default:
+		return nil, badAtt("attachment " + name + ": unsupported encoding " + a.Encoding)
+	}
+	att.Revpos = a.Revpos
+	return att, nil
+}
+
+func gunzipLen(data []byte) (uint64, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return 0, err
+	}
+	defer zr.Close()
+	n, err := io.Copy(io.Discard, zr)
+	return uint64(n), err
 }

@@ -22,6 +22,10 @@ type Options struct {
 	Attachments      bool     // inline data
 	AttsSince        []string // inline data only for atts newer than these
 	AttEncodingInfo  bool
+	// Follows renders the attachments whose data would be inline as
+	// "follows" stubs instead: their stored bytes go in multipart parts
+	// (see SentAtts), as CouchDB's multipart answers.
+	Follows bool
 }
 
 // Append splices a stored body into a document: the stored bytes are
@@ -120,14 +124,32 @@ func attsSincePos(revs []string) uint64 {
 	return max
 }
 
+// sendsData reports whether attachment i of rb goes with its data (inline
+// or as a multipart part) under o.
+func sendsData(rb *pb.RevBody, i int, o *Options) bool {
+	if o == nil || i >= len(rb.AttData) {
+		return false
+	}
+	if len(o.AttsSince) > 0 {
+		return rb.Atts[i].Revpos > attsSincePos(o.AttsSince)
+	}
+	return o.Attachments && rb.Atts[i].Revpos > 0
+}
+
+// SentAtts lists the attachments of rb whose data Append with o.Follows
+// leaves to multipart parts, in the order of their parts.
+func SentAtts(rb *pb.RevBody, o *Options) []int {
+	var out []int
+	for i := range rb.Atts {
+		if sendsData(rb, i, o) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 func appendAtts(dst []byte, rb *pb.RevBody, o *Options) []byte {
 	dst = append(dst, `,"_attachments":{`...)
-	since := uint64(0)
-	withData := o != nil && o.Attachments
-	if o != nil && len(o.AttsSince) > 0 {
-		since = attsSincePos(o.AttsSince)
-		withData = true
-	}
 	for i, a := range rb.Atts {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -139,19 +161,24 @@ func appendAtts(dst []byte, rb *pb.RevBody, o *Options) []byte {
 		dst = strconv.AppendUint(dst, a.Revpos, 10)
 		dst = append(dst, `,"digest":`...)
 		dst = docjson.AppendString(dst, a.Digest)
-		inline := withData && a.Revpos > since && i < len(rb.AttData)
+		sends := sendsData(rb, i, o)
 		var data []byte
-		if inline {
+		if sends && !o.Follows {
 			var err error
 			if data, err = Identity(a, rb.AttData[i]); err != nil {
-				inline = false // a damaged blob: show the stub rather than fail the doc
+				sends = false // a damaged blob: show the stub rather than fail the doc
 			}
 		}
-		if inline {
+		switch {
+		case sends && o.Follows:
+			dst = append(dst, `,"length":`...)
+			dst = strconv.AppendUint(dst, a.Length, 10)
+			dst = append(dst, `,"follows":true`...)
+		case sends:
 			dst = append(dst, `,"data":"`...)
 			dst = base64.StdEncoding.AppendEncode(dst, data)
 			dst = append(dst, '"')
-		} else {
+		default:
 			dst = append(dst, `,"length":`...)
 			dst = strconv.AppendUint(dst, a.Length, 10)
 			dst = append(dst, `,"stub":true`...)

@@ -1,0 +1,101 @@
+package couchdoc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/settee/settee/docjson"
+)
+
+// FuzzReadRelated feeds arbitrary bodies and boundaries to the multipart
+// reader and the follows matcher, as PUT /db/doc does: never a panic, and
+// every failure is one of the errors the gateway answers 4xx for.
+func FuzzReadRelated(f *testing.F) {
+	seeds := []string{
+		string(related("B", `{"_attachments":{"a":{"follows":true,"length":5}}}`, "hello")),
+		string(related("B", `{"_attachments":{"a":{"follows":true},"b":{"follows":true,"length":1}}}`, "x", "y")),
+		string(related("B", `{"_attachments":{"a":{"follows":true,"encoding":"gzip"}}}`, "\x1f\x8bxx")),
+		string(related("B", `{"_attachments":{"a":{"stub":true}},"x":1}`)),
+		string(related("B", `{"a":1}`, "extra")),
+		"--B\r\nContent-Type: application/json\r\n\r\n{}\r\n--B",
+		"--B\r\nContent-Type: text/plain\r\n\r\n{}\r\n--B--",
+		"--B\nContent-Type: application/json\n\n{}\n--B--\n",
+		"preamble\r\n--B\r\nContent-Type: application/json\r\n\r\n{}\r\n--B--\r\nepilogue",
+		"--B\r\nContent-Type: application/json\r\nbroken header\r\n\r\n{}\r\n--B--",
+		"",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), "B")
+	}
+	f.Add([]byte(seeds[0]), "")
+	f.Add([]byte(seeds[0]), "a boundary much longer than the body has in it")
+	f.Fuzz(func(t *testing.T, body []byte, boundary string) {
+		if boundary == "" {
+			boundary = "B"
+		}
+		r, err := ReadRelated(bytes.NewReader(body), boundary, 4096)
+		if err != nil {
+			if !errors.Is(err, ErrBadMultipart) && !errors.Is(err, ErrNotJSONPart) && !errors.Is(err, ErrDocTooLarge) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if len(r.JSON) > 4096 {
+			t.Fatalf("JSON part of %d bytes passed a 4096 limit", len(r.JSON))
+		}
+		d, err := docjson.ParseDoc(r.JSON)
+		if err != nil || !d.HasAttachments {
+			return
+		}
+		atts, err := ParseAttachmentsFollows(d.Attachments, r.Parts)
+		if err != nil {
+			if !errors.Is(err, ErrBadAttachment) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		for _, a := range atts {
+			if !a.Stub && a.Digest != Digest(a.Data) {
+				t.Fatalf("attachment %s stored with a digest not of its data", a.Name)
+			}
+		}
+	})
+}
+
+// FuzzInlineToFollows: the converter never panics, and what it produces
+// from valid JSON is valid JSON whose attachment entries no longer carry
+// data.
+func FuzzInlineToFollows(f *testing.F) {
+	for _, s := range []string{
+		`{"_id":"x","_attachments":{"a":{"content_type":"text/plain","data":"aGVsbG8="}}}`,
+		`{"_id":"x","_rev":"1-a","_attachments":{"a":{"stub":true,"length":1},"b":{"data":"","revpos":1}},"y":[1,{"z":"\""}]}`,
+		`{"_id":"x","_attachments":{"a":{"data":"aGVsbG8\/"}}}`,
+		`{"_id":"x","_attachments":{"a":{"data":"aGk=","digest":"md5-x","encoding":"gzip"}}}`,
+		`{ "_id" : "x" , "_attachments" : { "a" : { "data" : "aGk=" } } }`,
+		`{"_id":"x","_attachments":{"a":{"data":"aGk="}`,
+		`{"_id":1}`, `[]`, `"s"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		fd, ok := InlineToFollows(doc)
+		if !ok {
+			return
+		}
+		if json.Valid(doc) && !json.Valid(fd.JSON) {
+			t.Fatalf("valid %s became invalid %s", doc, fd.JSON)
+		}
+		n := 0
+		for _, a := range fd.Atts {
+			if len(a.B64)%4 != 0 || a.Len != len(a.B64)/4*3-bytes.Count(a.B64, []byte("=")) {
+				t.Fatalf("bad length for %q: %d", a.B64, a.Len)
+			}
+			n += a.Len
+		}
+		if n != fd.DataLen {
+			t.Fatalf("DataLen %d, parts %d", fd.DataLen, n)
+		}
+	})
+}
