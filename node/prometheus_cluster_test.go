@@ -1,6 +1,7 @@
 //go:build !race
 
-// Several nodes in one process (see cluster_test.go for why not under -race).
+// Several nodes in one process (see cluster_test.go for why not under
+// -race); the name matches make test's second, race-free pass.
 
 package node_test
 
@@ -13,7 +14,7 @@ import (
 	"github.com/settee/settee/internal/testcluster"
 )
 
-func TestPrometheusOfAnotherNode(t *testing.T) {
+func TestClusterPrometheusOfAnotherNode(t *testing.T) {
 	c := testcluster.New(t, 2)
 	c.Join()
 	// traffic only node2 sees: its _up counter tells its scrape apart
