@@ -149,9 +149,11 @@ func (a *authenticator) key(name, pw string) [32]byte {
 	return k
 }
 
-// userDoc reads org.couchdb.user:NAME from _users.
+// userDoc reads org.couchdb.user:NAME from _users. One copy answers (the
+// local one where there is one): a login must not cost a quorum round trip,
+// nor fail while most of the cluster is down.
 func (a *authenticator) userDoc(rq *req, name string) (*Credential, error) {
-	r, err := a.g.c.GetDoc(rq.ctx, "_users", &pb.GetDoc{Id: "org.couchdb.user:" + name})
+	r, err := a.g.c.GetDocR(rq.ctx, "_users", &pb.GetDoc{Id: "org.couchdb.user:" + name}, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,10 @@ type Pair struct {
 	Local    *actor.PID
 	Peer     *actor.PID
 	PeerNode string
+	// Alive reports whether the peer is still reachable (nil: assume so).
+	// A sweep takes a while; a peer that went down or was cut off since
+	// it began is skipped rather than pushed to.
+	Alive func() bool
 }
 
 // Source lists the pairs to keep in sync now (live databases with n > 1,
@@ -89,6 +93,9 @@ func (s *Syncer) sweep() {
 		case <-s.stop:
 			return
 		default:
+		}
+		if p.Alive != nil && !p.Alive() {
+			continue
 		}
 		// short: a peer that just died must not hold the sweep (or Stop)
 		// for long; liveness drops it from the pairs within seconds

@@ -264,6 +264,17 @@ func (c *catalog) Records() []*pb.DbRecord {
 // first drops the local copies of the old one. Callers hold createMu.
 func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 	cur := c.record(in.Name)
+	if cur != nil && cur.Uuid == in.Uuid && !cur.Deleted && !in.Deleted && systemIncarnation(in) {
+		var removed map[string]bool
+		if c.peers != nil {
+			removed = c.peers().removed
+		}
+		rec, changed := mergeCopies(cur, in, removed)
+		if !changed {
+			return false, nil
+		}
+		return c.replace(cur, rec)
+	}
 	if cur != nil {
 		switch {
 		case cur.Uuid == in.Uuid && cur.Deleted == in.Deleted:

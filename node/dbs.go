@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,6 +32,7 @@ type memberSnapshot struct {
 	addr    map[string]string // node name -> node address
 	alive   map[string]bool
 	members []string // not removed, sorted
+	removed map[string]bool
 }
 
 func (s *memberSnapshot) isAlive(name string) bool {
@@ -60,9 +60,6 @@ func (c *catalog) Alive(node string) bool {
 	}
 	return c.peers().isAlive(node)
 }
-
-// localRecord: system databases are each node's own.
-func localRecord(name string) bool { return strings.HasPrefix(name, "_") }
 
 // dbsActor receives shard maps from other nodes and pushes this node's to
 // them now and then.
@@ -98,9 +95,6 @@ func (d *dbsActor) Receive(ctx actor.Context) {
 		go func() {
 			var firstErr error
 			for _, rec := range m.Records {
-				if localRecord(rec.Name) {
-					continue
-				}
 				if _, err := n.cat.Apply(rec); err != nil && firstErr == nil {
 					firstErr = err
 					n.log.Error("dbs: apply", "db", rec.Name, "err", err)
@@ -115,15 +109,8 @@ func (d *dbsActor) Receive(ctx actor.Context) {
 			}
 		}()
 	case pushTick:
-		var recs []*pb.DbRecord
-		for _, r := range d.n.cat.Records() {
-			if !localRecord(r.Name) {
-				recs = append(recs, r)
-			}
-		}
-		if len(recs) == 0 {
-			return
-		}
+		d.n.placeSystemDBs()
+		recs := d.n.cat.Records()
 		snap := d.n.snapshot()
 		for _, name := range snap.members {
 			if name != snap.self && snap.alive[name] {
@@ -149,7 +136,7 @@ var ErrQuorum = errors.New("node: not enough nodes")
 func (n *Node) createDB(ctx context.Context, name string, q, copies int) (bool, error) {
 	snap := n.snapshot()
 	members := snap.members
-	if localRecord(name) || n.cl == nil {
+	if n.cl == nil {
 		members = []string{n.cfg.Name}
 	}
 	if copies <= 0 {
@@ -169,7 +156,7 @@ func (n *Node) createDB(ctx context.Context, name string, q, copies int) (bool, 
 	if err != nil {
 		return false, err
 	}
-	if localRecord(name) || n.cl == nil {
+	if n.cl == nil {
 		return true, nil
 	}
 	return n.broadcast(ctx, rec), nil
@@ -181,7 +168,7 @@ func (n *Node) deleteDB(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if localRecord(name) || n.cl == nil {
+	if n.cl == nil {
 		return true, nil
 	}
 	return n.broadcast(ctx, tomb), nil
@@ -274,6 +261,7 @@ func (n *Node) syncPairs() []intrepl.Pair {
 					Local:    lpid,
 					Peer:     n.cat.PID(peer),
 					PeerNode: peer.Node,
+					Alive:    func() bool { return n.cat.Alive(peer.Node) },
 				})
 			}
 		}

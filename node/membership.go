@@ -89,9 +89,10 @@ func (m *membership) heard(name string) {
 
 // publish makes the current view readable without a round trip.
 func (m *membership) publish(now time.Time) {
-	s := &memberSnapshot{self: m.self.Name, addr: map[string]string{}, alive: map[string]bool{m.self.Name: true}}
+	s := &memberSnapshot{self: m.self.Name, addr: map[string]string{}, alive: map[string]bool{m.self.Name: true}, removed: map[string]bool{}}
 	for _, mem := range m.members {
 		if mem.Removed {
+			s.removed[mem.Name] = true
 			continue
 		}
 		s.addr[mem.Name] = mem.NodeAddr

@@ -109,12 +109,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
-	for _, sysdb := range []string{"_users", "_replicator"} {
-		if _, err := n.cat.Lookup(ctx, sysdb); errors.Is(err, ErrDBNotFound) {
-			if _, err := n.cat.Create(ctx, sysdb, 1, nil, 1, nil); err != nil {
-				return fail(err)
-			}
-		}
+	if err := n.ensureSystemDBs(ctx, cfg.Cluster.NodeAddr != ""); err != nil {
+		return fail(err)
 	}
 	// listen first: the cluster records this node's real HTTP address
 	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
@@ -128,8 +124,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startSmoosh(); err != nil {
 		return fail(err)
 	}
+	var rep httpgw.Replicator = n.rep
+	if n.cl != nil {
+		rep = clusterScheduler{n}
+	}
 	gw, err := httpgw.New(httpgw.Config{
-		Replicator:      n.rep,
+		Replicator:      rep,
 		Cluster:         n,
 		Tasks:           n.tasks,
 		Settings:        n,

@@ -1,45 +1,182 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"hash/crc32"
+	"slices"
+	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/actors"
 	"github.com/settee/settee/httpgw"
+	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/replicator"
 )
 
+// schedulerName is the actor through which other nodes read this node's
+// replication scheduler.
+const schedulerName = "scheduler"
+
+// askPeerTimeout bounds one member's answer to a /_scheduler fan-out: a
+// member that is down costs no more.
+const askPeerTimeout = 3 * time.Second
+
 // startReplicator starts the replication scheduler: it watches _replicator
-// and serves /_replicate and /_scheduler through httpgw's interface.
+// and serves /_replicate and /_scheduler through httpgw's interface. In a
+// cluster each _replicator doc is run by one live node (its owner), the
+// replication ids are the cluster's (so a job that moves resumes from its
+// checkpoints), and /_scheduler answers for every node.
 func (n *Node) startReplicator() {
+	serverUUID := n.uuid
+	var owner func(string) string
+	if n.cl != nil {
+		sum := sha256.Sum256([]byte("settee replication id\x00" + n.cfg.Cluster.Secret))
+		serverUUID = hex.EncodeToString(sum[:16])
+		owner = n.replicationOwner
+	}
 	n.rep = replicator.Start(replicator.Config{
 		System:     n.sys,
 		Coord:      n.coord,
-		ServerUUID: n.uuid,
+		ServerUUID: serverUUID,
 		NodeName:   n.cfg.Name,
 		Tasks:      n.tasks,
 		Log:        n.log.With("src", "replicator"),
 		Create:     n.createForReplicator,
+		Owner:      owner,
 	})
+	if n.cl != nil {
+		props := actor.PropsFromFunc(func(ctx actor.Context) {
+			if q, ok := ctx.Message().(*pb.SchedulerQuery); ok {
+				go func(sender *actor.PID) {
+					st, b := n.localScheduler(q)
+					ctx.ActorSystem().Root.Send(sender, &pb.SchedulerAnswer{Status: int32(st), Json: b})
+				}(ctx.Sender())
+			}
+		})
+		if _, err := n.sys.Root.SpawnNamed(props, schedulerName); err != nil {
+			n.log.Error("replicator: spawn scheduler endpoint", "err", err)
+		}
+	}
+}
+
+// replicationOwner is the live member that runs a _replicator doc: a hash
+// of its id over the live members, in name order. When a node goes down
+// its docs spread over the others; when it is back they return.
+func (n *Node) replicationOwner(docID string) string {
+	snap := n.snapshot()
+	var live []string
+	for _, m := range snap.members {
+		if snap.isAlive(m) {
+			live = append(live, m)
+		}
+	}
+	if len(live) == 0 {
+		return n.cfg.Name
+	}
+	return live[crc32.ChecksumIEEE([]byte(docID))%uint32(len(live))]
+}
+
+func (n *Node) localScheduler(q *pb.SchedulerQuery) (int, []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), askPeerTimeout)
+	defer cancel()
+	switch q.What {
+	case "jobs":
+		return n.rep.Jobs(ctx)
+	case "doc":
+		return n.rep.Docs(ctx, replicator.ReplicatorDB, q.DocId)
+	default:
+		return n.rep.Docs(ctx, "", "")
+	}
+}
+
+// clusterScheduler answers /_scheduler for the whole cluster and starts
+// transient replications here.
+type clusterScheduler struct{ n *Node }
+
+func (c clusterScheduler) Replicate(ctx context.Context, body []byte) (int, []byte) {
+	return c.n.rep.Replicate(ctx, body)
+}
+
+// ask gathers the members' answers (this node's without a round trip);
+// members that are down or slow are left out.
+func (c clusterScheduler) ask(ctx context.Context, q *pb.SchedulerQuery) []*pb.SchedulerAnswer {
+	snap := c.n.snapshot()
+	var futures []*actor.Future
+	for _, m := range snap.members {
+		if m != snap.self && snap.alive[m] {
+			futures = append(futures, c.n.sys.Root.RequestFuture(actor.NewPID(snap.addr[m], schedulerName), q, askPeerTimeout))
+		}
+	}
+	st, b := c.n.localScheduler(q)
+	out := []*pb.SchedulerAnswer{{Status: int32(st), Json: b}}
+	for _, f := range futures {
+		if a, err := actors.Await[*pb.SchedulerAnswer](ctx, f); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (c clusterScheduler) Jobs(ctx context.Context) (int, []byte) {
+	return c.merge(ctx, &pb.SchedulerQuery{What: "jobs"}, "jobs", "id")
+}
+
+func (c clusterScheduler) Docs(ctx context.Context, db, docID string) (int, []byte) {
+	switch {
+	case db != "" && db != replicator.ReplicatorDB:
+		return c.n.rep.Docs(ctx, db, docID) // its not-found answer
+	case docID == "":
+		return c.merge(ctx, &pb.SchedulerQuery{What: "docs"}, "docs", "doc_id")
+	}
+	// the owner answers; while a job moves, whoever still has it
+	var last *pb.SchedulerAnswer
+	for _, a := range c.ask(ctx, &pb.SchedulerQuery{What: "doc", DocId: docID}) {
+		if a.Status == 200 {
+			return 200, a.Json
+		}
+		last = a
+	}
+	return int(last.Status), last.Json
+}
+
+// merge concatenates the members' lists of field, sorted by key.
+func (c clusterScheduler) merge(ctx context.Context, q *pb.SchedulerQuery, field, key string) (int, []byte) {
+	var rows []map[string]any
+	for _, a := range c.ask(ctx, q) {
+		if a.Status != 200 {
+			continue
+		}
+		var page map[string]json.RawMessage
+		if json.Unmarshal(a.Json, &page) != nil {
+			continue
+		}
+		var part []map[string]any
+		if json.Unmarshal(page[field], &part) == nil {
+			rows = append(rows, part...)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b map[string]any) int {
+		as, _ := a[key].(string)
+		bs, _ := b[key].(string)
+		return cmp.Compare(as, bs)
+	})
+	if rows == nil {
+		rows = []map[string]any{}
+	}
+	b, _ := json.Marshal(map[string]any{"total_rows": len(rows), "offset": 0, field: rows})
+	return 200, append(b, '\n')
 }
 
 // createForReplicator creates a target database (create_target) with the
-// node's defaults; an existing one is fine. It goes through an interface
-// so it builds against CreateDB both before and after the cluster work
-// changed its signature (q, n copies, accepted); simplify once that lands.
+// node's defaults; an existing one is fine.
 func (n *Node) createForReplicator(ctx context.Context, name string) error {
-	var err error
-	switch c := any(n).(type) {
-	case interface {
-		CreateDB(context.Context, string, int, int) (bool, error)
-	}:
-		_, err = c.CreateDB(ctx, name, 0, 0)
-	case interface {
-		CreateDB(context.Context, string, int) error
-	}:
-		err = c.CreateDB(ctx, name, 0)
-	default:
-		err = errors.New("node: cannot create databases")
-	}
+	_, err := n.CreateDB(ctx, name, 0, 0)
 	if errors.Is(err, httpgw.ErrDBExists) {
 		return nil
 	}

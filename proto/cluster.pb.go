@@ -494,6 +494,114 @@ func (x *DbRecordsAck) GetError() *Error {
 	return nil
 }
 
+// SchedulerQuery asks a node's replication scheduler for what it runs:
+// what is "jobs", "docs" or "doc" (with doc_id). Every node answers
+// /_scheduler for the whole cluster by asking every member.
+type SchedulerQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	What          string                 `protobuf:"bytes,1,opt,name=what,proto3" json:"what,omitempty"`
+	DocId         string                 `protobuf:"bytes,2,opt,name=doc_id,json=docId,proto3" json:"doc_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulerQuery) Reset() {
+	*x = SchedulerQuery{}
+	mi := &file_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulerQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulerQuery) ProtoMessage() {}
+
+func (x *SchedulerQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulerQuery.ProtoReflect.Descriptor instead.
+func (*SchedulerQuery) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SchedulerQuery) GetWhat() string {
+	if x != nil {
+		return x.What
+	}
+	return ""
+}
+
+func (x *SchedulerQuery) GetDocId() string {
+	if x != nil {
+		return x.DocId
+	}
+	return ""
+}
+
+// SchedulerAnswer is the node's HTTP answer: status and JSON body.
+type SchedulerAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Json          []byte                 `protobuf:"bytes,2,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulerAnswer) Reset() {
+	*x = SchedulerAnswer{}
+	mi := &file_cluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulerAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulerAnswer) ProtoMessage() {}
+
+func (x *SchedulerAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulerAnswer.ProtoReflect.Descriptor instead.
+func (*SchedulerAnswer) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SchedulerAnswer) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *SchedulerAnswer) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
 var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
@@ -526,7 +634,13 @@ const file_cluster_proto_rawDesc = "" +
 	"\x05reply\x18\x03 \x01(\bR\x05reply\"G\n" +
 	"\fDbRecordsAck\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12#\n" +
-	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\";\n" +
+	"\x0eSchedulerQuery\x12\x12\n" +
+	"\x04what\x18\x01 \x01(\tR\x04what\x12\x15\n" +
+	"\x06doc_id\x18\x02 \x01(\tR\x05docId\"=\n" +
+	"\x0fSchedulerAnswer\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x12\n" +
+	"\x04json\x18\x02 \x01(\fR\x04jsonB#Z!github.com/settee/settee/proto;pbb\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -540,26 +654,28 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_cluster_proto_goTypes = []any{
-	(*Member)(nil),       // 0: settee.Member
-	(*JoinRequest)(nil),  // 1: settee.JoinRequest
-	(*MemberList)(nil),   // 2: settee.MemberList
-	(*Ping)(nil),         // 3: settee.Ping
-	(*Pong)(nil),         // 4: settee.Pong
-	(*GetMembers)(nil),   // 5: settee.GetMembers
-	(*MembersReply)(nil), // 6: settee.MembersReply
-	(*DbRecords)(nil),    // 7: settee.DbRecords
-	(*DbRecordsAck)(nil), // 8: settee.DbRecordsAck
-	(*DbRecord)(nil),     // 9: settee.DbRecord
-	(*Error)(nil),        // 10: settee.Error
+	(*Member)(nil),          // 0: settee.Member
+	(*JoinRequest)(nil),     // 1: settee.JoinRequest
+	(*MemberList)(nil),      // 2: settee.MemberList
+	(*Ping)(nil),            // 3: settee.Ping
+	(*Pong)(nil),            // 4: settee.Pong
+	(*GetMembers)(nil),      // 5: settee.GetMembers
+	(*MembersReply)(nil),    // 6: settee.MembersReply
+	(*DbRecords)(nil),       // 7: settee.DbRecords
+	(*DbRecordsAck)(nil),    // 8: settee.DbRecordsAck
+	(*SchedulerQuery)(nil),  // 9: settee.SchedulerQuery
+	(*SchedulerAnswer)(nil), // 10: settee.SchedulerAnswer
+	(*DbRecord)(nil),        // 11: settee.DbRecord
+	(*Error)(nil),           // 12: settee.Error
 }
 var file_cluster_proto_depIdxs = []int32{
 	0,  // 0: settee.JoinRequest.member:type_name -> settee.Member
 	0,  // 1: settee.MemberList.members:type_name -> settee.Member
 	0,  // 2: settee.MembersReply.members:type_name -> settee.Member
-	9,  // 3: settee.DbRecords.records:type_name -> settee.DbRecord
-	10, // 4: settee.DbRecordsAck.error:type_name -> settee.Error
+	11, // 3: settee.DbRecords.records:type_name -> settee.DbRecord
+	12, // 4: settee.DbRecordsAck.error:type_name -> settee.Error
 	5,  // [5:5] is the sub-list for method output_type
 	5,  // [5:5] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
@@ -579,7 +695,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

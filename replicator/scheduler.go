@@ -39,6 +39,10 @@ type Config struct {
 	// consecutive crash doubles it, up to RetryMax.
 	RetryBase time.Duration
 	RetryMax  time.Duration
+	// Owner names the node that runs a _replicator doc's job (nil: this
+	// one). In a cluster every node sees every doc; each runs only those
+	// it owns, and takes over the docs of a node that goes down.
+	Owner func(docID string) string
 }
 
 // Scheduler runs replication jobs: those of _replicator docs, watched by
@@ -294,6 +298,15 @@ func (s *Scheduler) schedule() {
 	now := time.Now()
 	var ready []*entry
 	for _, e := range s.byID {
+		if !s.owned(e) {
+			if e.pid != nil {
+				// its owner is back (or new): hand the job over; the
+				// checkpoints on both ends let the owner resume
+				s.stopJob(e)
+				e.state = "pending"
+			}
+			continue
+		}
 		if e.pid == nil && (e.state == "pending" || e.state == "crashing") && !now.Before(e.nextStart) {
 			ready = append(ready, e)
 		}
@@ -322,6 +335,12 @@ func (s *Scheduler) schedule() {
 		s.startJob(e)
 		run++
 	}
+}
+
+// owned reports whether this node runs e: transient jobs always, docs
+// when the cluster says so.
+func (s *Scheduler) owned(e *entry) bool {
+	return e.docID == "" || s.cfg.Owner == nil || s.cfg.Owner(e.docID) == s.cfg.NodeName
 }
 
 func (s *Scheduler) endpoint(sp *Spec) Endpoint {
@@ -545,7 +564,7 @@ func (s *Scheduler) Jobs(context.Context) (int, []byte) {
 	defer s.mu.Unlock()
 	jobs := []map[string]any{}
 	for _, e := range s.sorted() {
-		if e.repID == "" || e.state == "completed" || e.state == "failed" {
+		if e.repID == "" || e.state == "completed" || e.state == "failed" || !s.owned(e) {
 			continue
 		}
 		j := map[string]any{
@@ -574,14 +593,14 @@ func (s *Scheduler) Docs(_ context.Context, db, id string) (int, []byte) {
 	defer s.mu.Unlock()
 	if id != "" {
 		e := s.byDoc[id]
-		if e == nil {
+		if e == nil || !s.owned(e) {
 			return jsonErr(404, "not_found", "missing")
 		}
 		return jsonOK(200, s.docJSON(e))
 	}
 	docs := []map[string]any{}
 	for _, e := range s.sorted() {
-		if e.docID != "" {
+		if e.docID != "" && s.owned(e) {
 			docs = append(docs, s.docJSON(e))
 		}
 	}
