@@ -67,7 +67,7 @@ func fill(t *testing.T, s *testserver.Server, db string, n int) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"_id":"d%05d","n":%d,"pad":"%s"}`, i, i, strings.Repeat("x", 200))
+		fmt.Fprintf(&b, `{"_id":"d%05d","n":%d,"pad":"%s"}`, i, i, strings.Repeat("x", 100))
 	}
 	b.WriteString(`]}`)
 	resp := s.Do(t, "POST", "/"+db+"/_bulk_docs", b.String())
@@ -88,79 +88,76 @@ func noBar(t *testing.T, what, out string) {
 	}
 }
 
-func TestCompactProgressBarOnlyOnATerminal(t *testing.T) {
+// TestProgressBarsOnlyOnATerminal: compact and one-shot replicate draw a
+// bar when stdout is a terminal, and none on a pipe or with --json/--detach.
+func TestProgressBarsOnlyOnATerminal(t *testing.T) {
 	s := testserver.Start(t)
 	u := adminURL(s, testserver.AdminUser, testserver.AdminPassword)
 	if _, err := run(t, "--url", u, "db", "create", "bulky", "--q", "2"); err != nil {
 		t.Fatal(err)
 	}
-	fill(t, s, "bulky", 2000)
+	fill(t, s, "bulky", 300)
 
-	out, err := runOnTerminal(t, "--url", u, "compact", "bulky")
-	if err != nil {
-		t.Fatalf("compact on a terminal: %v, output %q", err, out)
-	}
-	for _, want := range []string{"compacting bulky", "100%", "\r", "compacted bulky in"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("compact on a terminal: no %q in %q", want, out)
+	t.Run("compact", func(t *testing.T) {
+		out, err := runOnTerminal(t, "--url", u, "compact", "bulky")
+		if err != nil {
+			t.Fatalf("compact on a terminal: %v, output %q", err, out)
 		}
-	}
-
-	out, err = runOnPipe(t, "--url", u, "compact", "bulky")
-	if err != nil || !strings.Contains(out, "compacted bulky in") {
-		t.Fatalf("compact on a pipe: %q %v", out, err)
-	}
-	noBar(t, "compact", out)
-
-	// --json and --detach draw no bar even on a terminal
-	for _, args := range [][]string{{"--json", "compact", "bulky"}, {"compact", "bulky", "--detach"}} {
-		out, err = runOnTerminal(t, append([]string{"--url", u}, args...)...)
-		if err != nil || strings.Contains(out, "%") || strings.Contains(out, "compacting bulky") {
-			t.Fatalf("%v on a terminal: %q %v", args, out, err)
+		for _, want := range []string{"compacting bulky", "100%", "█", "compacted bulky in"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("compact on a terminal: no %q in %q", want, out)
+			}
 		}
-	}
-}
 
-func TestReplicateProgressBarOnlyOnATerminal(t *testing.T) {
-	s := testserver.Start(t)
-	u := adminURL(s, testserver.AdminUser, testserver.AdminPassword)
-	if _, err := run(t, "--url", u, "db", "create", "origin"); err != nil {
-		t.Fatal(err)
-	}
-	fill(t, s, "origin", 300)
-
-	out, err := runOnTerminal(t, "--url", u, "replicate", "origin", "copy1", "--create-target")
-	if err != nil {
-		t.Fatalf("replicate on a terminal: %v, output %q", err, out)
-	}
-	for _, want := range []string{"replicating origin -> copy1", "100%", "(300/300)", "\r", "replicated origin -> copy1: docs_read=300 docs_written=300"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("replicate on a terminal: no %q in %q", want, out)
+		out, err = runOnPipe(t, "--url", u, "compact", "bulky")
+		if err != nil || !strings.Contains(out, "compacted bulky in") {
+			t.Fatalf("compact on a pipe: %q %v", out, err)
 		}
-	}
+		noBar(t, "compact", out)
 
-	// a URL endpoint is named without its credentials
-	src := u + "/origin"
-	out, err = runOnTerminal(t, "--url", u, "replicate", src, "copy2", "--create-target")
-	if err != nil {
-		t.Fatalf("replicate from a URL on a terminal: %v, output %q", err, out)
-	}
-	if want := "replicating " + s.URL + "/origin -> copy2"; !strings.Contains(out, want) || !strings.Contains(out, "(300/300)") {
-		t.Fatalf("replicate from a URL on a terminal: no %q and (300/300) in %q", want, out)
-	}
-	if strings.Contains(strings.ReplaceAll(out, src, ""), testserver.AdminPassword) {
-		t.Fatalf("the bar shows the password: %q", out)
-	}
+		// --json and --detach draw no bar even on a terminal
+		for _, args := range [][]string{{"--json", "compact", "bulky"}, {"compact", "bulky", "--detach"}} {
+			out, err = runOnTerminal(t, append([]string{"--url", u}, args...)...)
+			if err != nil || strings.Contains(out, "%") || strings.Contains(out, "compacting bulky") {
+				t.Fatalf("%v on a terminal: %q %v", args, out, err)
+			}
+		}
+	})
 
-	out, err = runOnPipe(t, "--url", u, "replicate", "origin", "copy3", "--create-target")
-	if err != nil || !strings.Contains(out, "replicated origin -> copy3: docs_read=300 docs_written=300") {
-		t.Fatalf("replicate on a pipe: %q %v", out, err)
-	}
-	noBar(t, "replicate", out)
+	t.Run("replicate", func(t *testing.T) {
+		out, err := runOnTerminal(t, "--url", u, "replicate", "bulky", "copy1", "--create-target")
+		if err != nil {
+			t.Fatalf("replicate on a terminal: %v, output %q", err, out)
+		}
+		for _, want := range []string{"replicating bulky -> copy1", "100%", "(300/300)", "█", "replicated bulky -> copy1: docs_read=300 docs_written=300"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("replicate on a terminal: no %q in %q", want, out)
+			}
+		}
 
-	// --json draws no bar even on a terminal
-	out, err = runOnTerminal(t, "--url", u, "--json", "replicate", "origin", "copy4", "--create-target")
-	if err != nil || strings.Contains(out, "replicating origin") || strings.Contains(out, "%") {
-		t.Fatalf("replicate --json on a terminal: %q %v", out, err)
-	}
+		// a URL endpoint is named without its credentials
+		src := u + "/bulky"
+		out, err = runOnTerminal(t, "--url", u, "replicate", src, "copy2", "--create-target")
+		if err != nil {
+			t.Fatalf("replicate from a URL on a terminal: %v, output %q", err, out)
+		}
+		if want := "replicating " + s.URL + "/bulky -> copy2"; !strings.Contains(out, want) || !strings.Contains(out, "(300/300)") {
+			t.Fatalf("replicate from a URL on a terminal: no %q and (300/300) in %q", want, out)
+		}
+		if strings.Contains(strings.ReplaceAll(out, src, ""), testserver.AdminPassword) {
+			t.Fatalf("the bar shows the password: %q", out)
+		}
+
+		out, err = runOnPipe(t, "--url", u, "replicate", "bulky", "copy3", "--create-target")
+		if err != nil || !strings.Contains(out, "replicated bulky -> copy3: docs_read=300 docs_written=300") {
+			t.Fatalf("replicate on a pipe: %q %v", out, err)
+		}
+		noBar(t, "replicate", out)
+
+		// --json draws no bar even on a terminal
+		out, err = runOnTerminal(t, "--url", u, "--json", "replicate", "bulky", "copy4", "--create-target")
+		if err != nil || strings.Contains(out, "replicating bulky") || strings.Contains(out, "%") {
+			t.Fatalf("replicate --json on a terminal: %q %v", out, err)
+		}
+	})
 }
