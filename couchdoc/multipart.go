@@ -164,8 +164,12 @@ func AttPartHead(dst []byte, boundary, name, contentType, encoding string, n int
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, boundary...)
 	dst = append(dst, "\r\nContent-Disposition: "...)
-	if cd := mime.FormatMediaType("attachment", map[string]string{"filename": name}); cd != "" {
-		dst = append(dst, cd...)
+	if plainName(name) {
+		dst = append(dst, `attachment; filename="`...)
+		dst = append(dst, name...)
+		dst = append(dst, '"')
+	} else if cd := mime.FormatMediaType("attachment", map[string]string{"filename": name}); cd != "" {
+		dst = append(dst, cd...) // escaped, or RFC 2231 for non-ASCII
 	} else {
 		dst = append(dst, "attachment"...)
 	}
@@ -185,6 +189,16 @@ func RelatedTail(dst []byte, boundary string) []byte {
 	dst = append(dst, "\r\n--"...)
 	dst = append(dst, boundary...)
 	return append(dst, "--"...)
+}
+
+// plainName: a name CouchDB's quoted filename form carries as it is.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // headerSafe keeps a stored value from breaking a part's header block.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime/multipart"
 	"strings"
 	"testing"
 
@@ -240,6 +241,31 @@ func TestInlineToFollows(t *testing.T) {
 	} {
 		if _, ok := InlineToFollows([]byte(bad)); ok {
 			t.Errorf("converted %s", bad)
+		}
+	}
+}
+
+// TestAttPartHeadNames: any attachment name survives the part headers.
+func TestAttPartHeadNames(t *testing.T) {
+	for _, name := range []string{"plain.txt", `quote"d`, `back\slash`, "näme ✓.txt", "line\nbreak"} {
+		b := RelatedHead(nil, "B")
+		b = append(b, "{}"...)
+		b = AttPartHead(b, "B", name, "text/plain\r\nX-Injected: 1", "", 2)
+		b = append(b, "hi"...)
+		b = RelatedTail(b, "B")
+		mr := multipart.NewReader(bytes.NewReader(b), "B")
+		if _, err := mr.NextPart(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := mr.NextPart()
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if p.Header.Get("X-Injected") != "" {
+			t.Fatalf("%q: header injected", name)
+		}
+		if name != "line\nbreak" && p.FileName() != name {
+			t.Errorf("%q came back as %q", name, p.FileName())
 		}
 	}
 }

@@ -166,7 +166,8 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	if err != nil {
 		return err
 	}
-	results := make([][]byte, len(items))
+	mt, mp := wantsBulkGetMultipart(rq)
+	results := make([]*bulkGetResult, len(items))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i := range items {
@@ -174,16 +175,19 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = g.bulkGetOne(rq, db, &items[i], o, latest)
+			results[i] = g.bulkGetOne(rq, db, &items[i], o, latest, mp)
 		}()
 	}
 	wg.Wait()
+	if mp {
+		return g.writeBulkGetMultipart(rq, mt, results)
+	}
 	buf := []byte(`{"results":[`)
 	for i, r := range results {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, r...)
+		buf = r.appendJSON(buf)
 	}
 	buf = append(buf, "]}\n"...)
 	return g.writeJSON(rq, 200, buf)
@@ -200,24 +204,33 @@ func bulkGetError(id, rev, code, reason string) []byte {
 	return append(b, "}}"...)
 }
 
-func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *couchdoc.Options, latest bool) []byte {
-	o := *base
+// bulkGetResult is one item of _bulk_get: the revs read, or the item's
+// error (code set).
+type bulkGetResult struct {
+	item         *bulkGetItem
+	opts         couchdoc.Options
+	reply        *pb.DocReply
+	rev          string // as shown in errors
+	code, reason string
+}
+
+func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *couchdoc.Options, latest, allAtts bool) *bulkGetResult {
+	res := &bulkGetResult{item: it, opts: *base, rev: it.Rev}
 	if len(it.AttsSince) > 0 {
-		o.AttsSince = it.AttsSince
+		res.opts.AttsSince = it.AttsSince
 	}
-	out := append([]byte(`{"id":`), docjson.AppendString(nil, it.ID)...)
-	out = append(out, `,"docs":[`...)
-	rev := it.Rev
-	if rev == "" {
-		rev = "undefined"
+	if res.rev == "" {
+		res.rev = "undefined"
 	}
-	fail := func(code, reason string) []byte {
-		return append(append(out, bulkGetError(it.ID, rev, code, reason)...), "]}"...)
+	fail := func(code, reason string) *bulkGetResult {
+		res.code, res.reason = code, reason
+		return res
 	}
 	if it.ID == "" {
 		return fail("illegal_docid", "Document id must not be empty")
 	}
-	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
+	o := &res.opts
+	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: allAtts || o.Attachments || len(o.AttsSince) > 0}
 	if it.Rev != "" {
 		if _, err := revtree.ParseRev(it.Rev); err != nil {
 			return fail("bad_request", "Invalid rev format")
@@ -232,18 +245,30 @@ func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *couchdoc
 	if r.Info == nil || len(r.Bodies) == 0 {
 		return fail("not_found", "missing")
 	}
-	n := 0
-	for _, b := range r.Bodies {
+	res.reply = r
+	return res
+}
+
+// appendJSON renders the item as _bulk_get's JSON answer has it.
+func (res *bulkGetResult) appendJSON(out []byte) []byte {
+	it := res.item
+	out = append(out, `{"id":`...)
+	out = docjson.AppendString(out, it.ID)
+	out = append(out, `,"docs":[`...)
+	if res.code != "" {
+		out = append(out, bulkGetError(it.ID, res.rev, res.code, res.reason)...)
+		return append(out, "]}"...)
+	}
+	for n, b := range res.reply.Bodies {
 		if n > 0 {
 			out = append(out, ',')
 		}
-		n++
 		if b.Missing {
 			out = append(out, bulkGetError(it.ID, b.Rev, "not_found", "missing")...)
 			continue
 		}
 		out = append(out, `{"ok":`...)
-		out = couchdoc.Append(out, it.ID, r.Info, b, &o)
+		out = couchdoc.Append(out, it.ID, res.reply.Info, b, &res.opts)
 		out = append(out, '}')
 	}
 	return append(out, "]}"...)

@@ -108,11 +108,17 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		rq.w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+	if m.WithAttsData && accepts(rq, "multipart/related", false) {
+		if d := newRelatedDoc(id, r.Info, rb, *o); len(d.atts) > 0 {
+			return g.writeRelated(rq, d)
+		}
+	}
 	buf := couchdoc.Append(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
 	return g.writeJSON(rq, 200, append(buf, '\n'))
 }
 
 func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options) error {
+	mixed := accepts(rq, "multipart/mixed", false)
 	if spec == "all" {
 		m.OpenRevsAll = true
 	} else {
@@ -125,10 +131,16 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 				return errBadRev
 			}
 		}
-		if len(revs) == 0 {
+		if len(revs) == 0 && !mixed {
 			return g.writeJSON(rq, 200, []byte("[]\n"))
 		}
 		m.Revs = revs
+	}
+	if mixed {
+		m.WithAttsData = true
+		if len(m.Revs) == 0 && !m.OpenRevsAll {
+			return g.writeOpenRevsMixed(rq, m.Id, nil, nil, nil, *o)
+		}
 	}
 	r, err := g.c.GetDoc(rq.ctx, db, m)
 	if err != nil {
@@ -154,6 +166,9 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 		}
 	}
 	sortRevBodies(found)
+	if mixed {
+		return g.writeOpenRevsMixed(rq, m.Id, r.Info, found, missing, *o)
+	}
 	buf := []byte{'['}
 	for i, b := range found {
 		if i > 0 {
@@ -224,7 +239,17 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 			return err
 		}
 	}
-	d, err := g.readDocBody(rq, g.cfg.MaxRequestSize)
+	var d *docjson.Doc
+	var mp *couchdoc.Related
+	boundary, isMP, err := couchdoc.RelatedBoundary(rq.r.Header.Get("Content-Type"))
+	switch {
+	case err != nil:
+		return badRequest(err.Error())
+	case isMP:
+		d, mp, err = g.readMultipartDoc(rq, boundary)
+	default:
+		d, err = g.readDocBody(rq, g.cfg.MaxRequestSize)
+	}
 	if err != nil {
 		return err
 	}
@@ -240,12 +265,13 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 			return err
 		}
 	}
-	return g.writeOne(rq, db, id, d, newEdits, true)
+	return g.writeOne(rq, db, id, d, mp, newEdits, true)
 }
 
-// writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE.
-func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, newEdits, location bool) error {
-	u, err := docUpdate(0, id, d, newEdits)
+// writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE;
+// mp holds the attachment parts of a multipart/related PUT.
+func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits, location bool) error {
+	u, err := docUpdateMP(0, id, d, newEdits, mp)
 	if err != nil {
 		return err
 	}
@@ -329,7 +355,7 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 			return err
 		}
 	}
-	return g.writeOne(rq, db, id, d, true, true)
+	return g.writeOne(rq, db, id, d, nil, true, true)
 }
 
 func (g *Gateway) deleteDoc(rq *req, db, id string) error {
@@ -345,7 +371,7 @@ func (g *Gateway) deleteDoc(rq *req, db, id string) error {
 	if !d.HasRev {
 		return errConflict
 	}
-	return g.writeOne(rq, db, id, d, true, false)
+	return g.writeOne(rq, db, id, d, nil, true, false)
 }
 
 // copyDoc implements COPY with a Destination header ("id" or "id?rev=R").

@@ -30,6 +30,12 @@ func checkDocID(id string) error {
 
 // docUpdate turns a parsed doc into a shard update.
 func docUpdate(tag uint32, id string, d *docjson.Doc, newEdits bool) (*pb.DocUpdate, error) {
+	return docUpdateMP(tag, id, d, newEdits, nil)
+}
+
+// docUpdateMP is docUpdate for a doc that came as multipart/related (mp
+// not nil): its "follows" attachments take mp's parts.
+func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couchdoc.Related) (*pb.DocUpdate, error) {
 	u := &pb.DocUpdate{Tag: tag, Id: id, Body: d.Body, Rev: d.Rev, Deleted: d.Deleted, HasAtts: d.HasAttachments}
 	if d.HasRev && newEdits && d.Rev != "" {
 		if _, err := revtree.ParseRev(d.Rev); err != nil {
@@ -46,10 +52,19 @@ func docUpdate(tag uint32, id string, d *docjson.Doc, newEdits bool) (*pb.DocUpd
 	if !newEdits && u.Rev == "" && (u.Revisions == nil || len(u.Revisions.Ids) == 0) {
 		return nil, badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
 	}
+	if mp != nil && (!d.HasAttachments || len(d.Attachments) <= 2) && len(mp.Parts) > 0 {
+		return nil, badRequest("the body has attachment parts, but no attachment follows")
+	}
 	if d.HasAttachments && len(d.Attachments) > 2 {
-		atts, err := couchdoc.ParseAttachments(d.Attachments)
+		var atts []*pb.Att
+		var err error
+		if mp != nil {
+			atts, err = couchdoc.ParseAttachmentsFollows(d.Attachments, mp.Parts)
+		} else {
+			atts, err = couchdoc.ParseAttachments(d.Attachments)
+		}
 		if err != nil {
-			return nil, badRequest(err.Error())
+			return nil, newErr(400, couchdoc.AttErrorCode(err), err.Error())
 		}
 		u.Atts = atts
 	}
