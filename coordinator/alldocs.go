@@ -25,16 +25,16 @@ type RangeQuery struct {
 
 // cursor pages through one shard's part of a range.
 type cursor struct {
-	pid  *actor.PID
+	ref  *pb.ShardRef
 	q    *pb.ReadRange
 	rows []*pb.Row
 	more bool
 	done bool
 }
 
-func (cu *cursor) fill(ctx context.Context, root *actor.RootContext) error {
+func (cu *cursor) fill(ctx context.Context, c *Coordinator) error {
 	for len(cu.rows) == 0 && !cu.done {
-		r, err := actors.Ask[*pb.RangeReply](ctx, root, cu.pid, cu.q)
+		r, err := askCopy[*pb.RangeReply](ctx, c, cu.ref, cu.q)
 		if err != nil {
 			return fmt.Errorf("coordinator: range: %w", err)
 		}
@@ -55,6 +55,28 @@ func (cu *cursor) fill(ctx context.Context, root *actor.RootContext) error {
 		}
 	}
 	return nil
+}
+
+// fillOrFailover fills a cursor; when its copy's node goes away it goes on
+// from the same key in another copy (keys, unlike sequences, are the same
+// in every copy).
+func (c *Coordinator) fillOrFailover(ctx context.Context, cu *cursor, r Range) error {
+	var tried map[string]bool
+	for {
+		err := cu.fill(ctx, c)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if tried == nil {
+			tried = map[string]bool{}
+		}
+		tried[cu.ref.Node] = true
+		alt := c.otherCopy(r, tried)
+		if alt == nil {
+			return err
+		}
+		cu.ref = alt
+	}
 }
 
 func rowKey(r *pb.Row) []byte {
@@ -78,7 +100,7 @@ func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit
 	}
 	curs := make([]*cursor, len(ranges))
 	for i, r := range ranges {
-		curs[i] = &cursor{pid: c.readCopy(r), q: &pb.ReadRange{
+		curs[i] = &cursor{ref: c.readRef(r), q: &pb.ReadRange{
 			StartKey: q.StartKey, HasStart: q.HasStart, EndKey: q.EndKey, HasEnd: q.HasEnd,
 			InclusiveEnd: q.InclusiveEnd, Descending: q.Descending, IncludeDocs: q.IncludeDocs,
 			Local: q.Local, Limit: page,
@@ -91,7 +113,7 @@ func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit
 		}
 		best := -1
 		for i, cu := range curs {
-			if err := cu.fill(ctx, c.root); err != nil {
+			if err := c.fillOrFailover(ctx, cu, ranges[i]); err != nil {
 				return err
 			}
 			if len(cu.rows) == 0 {

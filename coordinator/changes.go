@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
 )
@@ -30,15 +28,15 @@ type ChangeRow struct {
 }
 
 type seqCursor struct {
-	pid  *actor.PID
+	ref  *pb.ShardRef
 	q    *pb.ReadChanges
 	rows []*pb.Row
 	done bool
 }
 
-func (cu *seqCursor) fill(ctx context.Context, root *actor.RootContext) error {
+func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {
 	for len(cu.rows) == 0 && !cu.done {
-		r, err := actors.Ask[*pb.ChangesReply](ctx, root, cu.pid, cu.q)
+		r, err := askCopy[*pb.ChangesReply](ctx, c, cu.ref, cu.q)
 		if err != nil {
 			return fmt.Errorf("coordinator: changes: %w", err)
 		}
@@ -89,16 +87,37 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if q.Descending {
 			rq.Since, rq.Before = 0, vec[i]+1
 		}
-		curs[i] = &seqCursor{pid: c.pl.PID(refs[i]), q: rq}
+		curs[i] = &seqCursor{ref: refs[i], q: rq}
 	}
+	tried := make([]map[string]bool, len(ranges))
 	sent := 0
 	lastRow := ""
 	for q.Limit < 0 || sent < q.Limit {
 		best := -1
-		for i, cu := range curs {
-			if err := cu.fill(ctx, c.root); err != nil {
-				return "", err
+		for i := range curs {
+			for {
+				err := curs[i].fill(ctx, c)
+				if err == nil {
+					break
+				}
+				// the copy's node went away mid-feed: go on from another
+				// copy, from its beginning (its sequence numbers are its
+				// own), repeating changes rather than skipping any
+				if ctx.Err() != nil || q.Descending {
+					return "", err
+				}
+				if tried[i] == nil {
+					tried[i] = map[string]bool{}
+				}
+				tried[i][nodes[i]] = true
+				alt := c.otherCopy(ranges[i], tried[i])
+				if alt == nil {
+					return "", err
+				}
+				nodes[i], vec[i] = alt.Node, 0
+				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: q.IncludeDocs, Limit: page}}
 			}
+			cu := curs[i]
 			if len(cu.rows) == 0 {
 				continue
 			}
@@ -246,6 +265,54 @@ func (c *Coordinator) resolve(ranges []Range, pos []Pos) ([]*pb.ShardRef, []uint
 		}
 	}
 	return refs, seqs
+}
+
+// liveCheck is how often an ask to another node's copy looks whether that
+// node is still up.
+const liveCheck = 250 * time.Millisecond
+
+// askCopy asks a shard copy. When the copy is on another node that is seen
+// down while the ask waits, it fails then rather than at its timeout (a
+// request in flight to a node that stopped is never answered).
+func askCopy[T any](ctx context.Context, c *Coordinator, ref *pb.ShardRef, msg any) (T, error) {
+	f := c.root.RequestFuture(c.pl.PID(ref), msg, actors.Timeout(ctx))
+	if ref.Node == c.pl.Self() {
+		return actors.Await[T](ctx, f)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := actors.Await[T](ctx, f)
+		done <- result{v, err}
+	}()
+	t := time.NewTicker(liveCheck)
+	defer t.Stop()
+	var zero T
+	for {
+		select {
+		case r := <-done:
+			return r.v, r.err
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		case <-t.C:
+			if !c.pl.Alive(ref.Node) {
+				return zero, fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, ref.Node)
+			}
+		}
+	}
+}
+
+// otherCopy is a live copy of r on a node not in skip, this node's first.
+func (c *Coordinator) otherCopy(r Range, skip map[string]bool) *pb.ShardRef {
+	for _, cp := range c.copies(r) {
+		if !skip[cp.Node] && (cp.Node == c.pl.Self() || c.pl.Alive(cp.Node)) {
+			return cp
+		}
+	}
+	return nil
 }
 
 func refNodes(refs []*pb.ShardRef) []string {
