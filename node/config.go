@@ -33,6 +33,9 @@ type Config struct {
 	// AdminPasswordOut receives the generated admin password, once
 	// (stderr in settee serve).
 	AdminPasswordOut func(user, password string)
+	// ReplicatorRetryBase is the first retry delay of a crashed
+	// replication job, doubling with each further crash (0: 2 s).
+	ReplicatorRetryBase time.Duration
 }
 
 // Default returns a single-node configuration.

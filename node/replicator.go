@@ -49,6 +49,7 @@ func (n *Node) startReplicator() {
 		Log:        n.log.With("src", "replicator"),
 		Create:     n.createForReplicator,
 		Owner:      owner,
+		RetryBase:  n.cfg.ReplicatorRetryBase,
 	})
 	if n.cl != nil {
 		props := actor.PropsFromFunc(func(ctx actor.Context) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -142,11 +143,11 @@ func (j *jobActor) start(ctx actor.Context) error {
 	j.startTime = time.Now()
 	j.session = newSessionID()
 	if _, err := j.cfg.source.Info(c); err != nil {
-		return fmt.Errorf("source %s: %w", j.cfg.source.Name(), err)
+		return openErr("source", j.cfg.source.Name(), err)
 	}
 	if _, err := j.cfg.target.Info(c); err != nil {
 		if !rep.CreateTarget || !isNotFound(err) {
-			return fmt.Errorf("target %s: %w", j.cfg.target.Name(), err)
+			return openErr("target", j.cfg.target.Name(), err)
 		}
 		if err := j.cfg.target.Create(c); err != nil {
 			return fmt.Errorf("create target %s: %w", j.cfg.target.Name(), err)
@@ -203,7 +204,7 @@ func (j *jobActor) armTimer(ctx actor.Context) {
 
 func (j *jobActor) onPage(ctx actor.Context, p *pb.RepChangesPage) {
 	if p.Error != nil {
-		j.fail(ctx, fmt.Errorf("source %s: changes: %s", j.cfg.source.Name(), p.Error.Reason))
+		j.fail(ctx, fmt.Errorf("source _changes: %s", p.Error.Reason))
 		return
 	}
 	j.pending = p.Pending
@@ -343,6 +344,27 @@ func (j *jobActor) updateTask() {
 		"checkpointed_source_seq": rawToAny(j.lastCkpt), "source_seq": rawToAny(j.srcLastSeq),
 		"through_seq": rawToAny(j.commitSeq),
 	})
+}
+
+// dbError is a database that cannot be opened; a missing one reads as
+// CouchDB's "db_not_found: could not open <url>".
+type dbError struct {
+	msg string
+	err error
+}
+
+func (e *dbError) Error() string { return e.msg }
+func (e *dbError) Unwrap() error { return e.err }
+
+func openErr(role, name string, err error) error {
+	if isNotFound(err) {
+		return &dbError{msg: "db_not_found: could not open " + name, err: err}
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, strings.TrimSuffix(name, "/")) {
+		msg = name + ": " + msg
+	}
+	return &dbError{msg: role + " " + msg, err: err}
 }
 
 func nullable(s string) any {

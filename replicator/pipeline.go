@@ -2,7 +2,7 @@ package replicator
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -118,7 +118,7 @@ func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch) error {
 	}
 	diff, err := w.cfg.target.RevsDiff(c, revs)
 	if err != nil {
-		return errors.Join(errors.New("target _revs_diff"), err)
+		return fmt.Errorf("target _revs_diff: %w", err)
 	}
 	var items []FetchItem
 	for _, ch := range b.Changes {
@@ -143,7 +143,7 @@ func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch) error {
 	for len(items) > 0 {
 		n := min(fetchChunk, len(items))
 		if err := w.cfg.source.Fetch(c, items[:n], emit); err != nil {
-			return errors.Join(errors.New("source fetch"), err)
+			return fmt.Errorf("source fetch: %w", err)
 		}
 		items = items[n:]
 	}

@@ -39,6 +39,10 @@ type Config struct {
 	// consecutive crash doubles it, up to RetryMax.
 	RetryBase time.Duration
 	RetryMax  time.Duration
+	// HealthThreshold: a job that crashes after running this long is no
+	// longer counted as crashing in a row (CouchDB's health_threshold_sec,
+	// 120 s); one that crashes sooner keeps backing off.
+	HealthThreshold time.Duration
 	// Owner names the node that runs a _replicator doc's job (nil: this
 	// one). In a cluster every node sees every doc; each runs only those
 	// it owns, and takes over the docs of a node that goes down.
@@ -101,6 +105,9 @@ func Start(cfg Config) *Scheduler {
 	}
 	if cfg.RetryMax <= 0 {
 		cfg.RetryMax = 10 * time.Minute
+	}
+	if cfg.HealthThreshold <= 0 {
+		cfg.HealthThreshold = 2 * time.Minute
 	}
 	s := &Scheduler{cfg: cfg, byID: map[string]*entry{}, byDoc: map[string]*entry{}, lastRotate: time.Now()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -343,11 +350,15 @@ func (s *Scheduler) owned(e *entry) bool {
 	return e.docID == "" || s.cfg.Owner == nil || s.cfg.Owner(e.docID) == s.cfg.NodeName
 }
 
-func (s *Scheduler) endpoint(sp *Spec) Endpoint {
+func (s *Scheduler) endpoint(sp *Spec, rep *Rep) Endpoint {
 	if sp.Local {
 		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create)
 	}
-	return NewHTTPEndpoint(sp)
+	e := NewHTTPEndpoint(sp)
+	if rep.RetriesPerRequest >= 0 {
+		e.Retries = rep.RetriesPerRequest
+	}
+	return e
 }
 
 func (s *Scheduler) startJob(e *entry) {
@@ -355,7 +366,7 @@ func (s *Scheduler) startJob(e *entry) {
 	e.gen++
 	gen := e.gen
 	cfg := &jobConfig{rep: e.rep, repID: e.repID, baseID: e.baseID, docID: e.docID,
-		source: s.endpoint(e.rep.Source), target: s.endpoint(e.rep.Target),
+		source: s.endpoint(e.rep.Source, e.rep), target: s.endpoint(e.rep.Target, e.rep),
 		tasks: s.cfg.Tasks, log: s.cfg.Log, ctx: ctx, cancel: cancel}
 	cfg.report = func(ev JobEvent) { s.onEvent(e, gen, ev) }
 	e.stop = cancel
@@ -380,12 +391,14 @@ func (s *Scheduler) onEvent(e *entry, gen int, ev JobEvent) {
 	e.lastUpdated = time.Now()
 	switch ev.Kind {
 	case "running":
+		// errCount stays: a job that starts and crashes again at once is
+		// still crashing in a row, and its backoff keeps growing
 		e.state = "running"
-		e.errCount = 0
 		e.errMsg = ""
 	case "completed":
 		e.pid = nil
 		e.state = "completed"
+		e.errCount = 0
 		e.event("completed", "")
 		for _, w := range e.waiters {
 			w <- ev
@@ -398,6 +411,9 @@ func (s *Scheduler) onEvent(e *entry, gen int, ev JobEvent) {
 		}
 	case "failed":
 		e.pid = nil
+		if time.Since(e.runSince) > s.cfg.HealthThreshold {
+			e.errCount = 0 // it ran well before this crash
+		}
 		e.errCount++
 		e.errMsg = ev.Err.Error()
 		e.event("crashed", e.errMsg)

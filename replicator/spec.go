@@ -131,7 +131,11 @@ type Rep struct {
 	WorkerProcesses  int
 	WorkerBatchSize  int
 	CheckpointMillis int
-	ID               string // "_replicator" doc id, or a POST /_replicate id
+	// RetriesPerRequest is how often an HTTP request to an endpoint is
+	// retried (network errors, 5xx, 429) before the job crashes; -1: the
+	// endpoint's default.
+	RetriesPerRequest int
+	ID                string // "_replicator" doc id, or a POST /_replicate id
 }
 
 // ParseRep reads a replication request.
@@ -149,6 +153,7 @@ func ParseRep(b []byte) (*Rep, error) {
 		WorkerProcesses    int             `json:"worker_processes"`
 		WorkerBatchSize    int             `json:"worker_batch_size"`
 		CheckpointInterval int             `json:"checkpoint_interval"`
+		RetriesPerRequest  *int            `json:"retries_per_request"`
 		ID                 string          `json:"replication_id"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -156,7 +161,13 @@ func ParseRep(b []byte) (*Rep, error) {
 	}
 	r := &Rep{Continuous: v.Continuous, CreateTarget: v.CreateTarget, Cancel: v.Cancel, DocIDs: v.DocIDs,
 		WorkerProcesses: v.WorkerProcesses, WorkerBatchSize: v.WorkerBatchSize,
-		CheckpointMillis: v.CheckpointInterval, ID: v.ID}
+		CheckpointMillis: v.CheckpointInterval, ID: v.ID, RetriesPerRequest: -1}
+	if v.RetriesPerRequest != nil {
+		if *v.RetriesPerRequest < 0 {
+			return nil, errors.New("retries_per_request must not be negative")
+		}
+		r.RetriesPerRequest = min(*v.RetriesPerRequest, 20)
+	}
 	if r.Cancel && len(v.Source) == 0 && v.ID != "" {
 		return r, nil
 	}
