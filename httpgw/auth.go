@@ -130,13 +130,19 @@ func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
 	if cred == nil || !cred.Verify(pw) {
 		return nil, errBadLogin
 	}
+	a.remember(name, pw, user, cred.Salt)
+	return user, nil
+}
+
+// remember caches a verified login for a while.
+func (a *authenticator) remember(name, pw string, user *User, salt string) {
+	key := a.key(name, pw)
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if len(a.cache) > 10000 {
 		clear(a.cache)
 	}
-	a.cache[key] = cached{user: user, salt: cred.Salt, expires: time.Now().Add(5 * time.Minute)}
-	a.mu.Unlock()
-	return user, nil
+	a.cache[key] = cached{user: user, salt: salt, expires: time.Now().Add(5 * time.Minute)}
 }
 
 func (a *authenticator) key(name, pw string) [32]byte {

@@ -29,9 +29,13 @@ type Databases interface {
 
 // Config wires a gateway.
 type Config struct {
-	Coordinator     *coordinator.Coordinator
-	Databases       Databases
-	Admin           *Credential
+	Coordinator *coordinator.Coordinator
+	Databases   Databases
+	Admin       *Credential
+	// AdminPassword, when the node was started with the admin's password
+	// (and so has just hashed or verified it), spares the first admin
+	// request a second PBKDF2 verification.
+	AdminPassword   string
 	CookieSecret    []byte
 	UUID            string
 	Version         string
@@ -103,6 +107,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.welcome = append(w, '\n')
 	g.auth = newAuthenticator(g)
+	if a := cfg.Admin; a != nil && cfg.AdminPassword != "" {
+		g.auth.remember(a.Name, cfg.AdminPassword, &User{Name: a.Name, Roles: []string{"_admin"}, Admin: true}, a.Salt)
+	}
 	g.stats.start = time.Now()
 	return g, nil
 }

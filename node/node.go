@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +125,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startSmoosh(); err != nil {
 		return fail(err)
 	}
+	adminPW := ""
+	if user, pw, ok := strings.Cut(cfg.Admin, ":"); ok && user == admin.Name {
+		adminPW = pw // loadAdmin hashed or verified it just now
+	}
 	var rep httpgw.Replicator = n.rep
 	if n.cl != nil {
 		rep = clusterScheduler{n}
@@ -137,6 +142,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Databases:       n,
 		Admin:           admin,
 		CookieSecret:    secret,
+		AdminPassword:   adminPW,
 		UUID:            n.uuid,
 		Version:         Version,
 		GitSHA:          GitSHA,
