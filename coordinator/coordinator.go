@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -201,33 +202,54 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 		r = int(rec.N)/2 + 1
 	}
 	r = min(r, len(cps))
-	type answer = docAnswer
-	answers := make(chan answer, len(cps))
+	// ask r copies (this node's first); each one that fails brings in the
+	// next: a read costs r copies' work, not n
+	answers := make(chan docAnswer, len(cps))
 	to := actors.Timeout(ctx)
-	for _, cp := range cps {
+	ask := func(cp *pb.ShardRef) {
 		f := c.root.RequestFuture(c.pl.PID(cp), m, to)
 		go func() {
 			reply, err := actors.Await[*pb.DocReply](ctx, f)
 			if err == nil && reply.Error != nil {
 				err = reply.Error
 			}
-			answers <- answer{cp, reply, err}
+			answers <- docAnswer{cp, reply, err}
 		}()
 	}
-	var got []answer
+	for _, cp := range cps[:r] {
+		ask(cp)
+	}
+	next, waiting := r, r
+	var got []docAnswer
 	var firstErr error
-	for range cps {
-		a := <-answers
+	// a copy on a node that died but is not yet seen down never answers:
+	// past a short wait the remaining copies are asked too
+	hedge := time.NewTimer(hedgeAfter)
+	defer hedge.Stop()
+	for waiting > 0 && len(got) < r {
+		var a docAnswer
+		select {
+		case a = <-answers:
+		case <-hedge.C:
+			for ; next < len(cps); next++ {
+				ask(cps[next])
+				waiting++
+			}
+			continue
+		}
+		waiting--
 		if a.err != nil {
 			if firstErr == nil {
 				firstErr = a.err
 			}
+			if next < len(cps) {
+				ask(cps[next])
+				next++
+				waiting++
+			}
 			continue
 		}
 		got = append(got, a)
-		if len(got) >= r {
-			break
-		}
 	}
 	if len(got) == 0 {
 		return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, firstErr)
@@ -270,6 +292,10 @@ func newerInfo(a, b *pb.FullDocInfo) bool {
 	}
 	return ra.Hash > rb.Hash
 }
+
+// hedgeAfter is how long a read waits on the copies it asked before it
+// asks the others as well.
+const hedgeAfter = 250 * time.Millisecond
 
 type docAnswer struct {
 	ref   *pb.ShardRef
