@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,26 +36,36 @@ const WorkloadCompaction = "compaction"
 
 // CompactionResult is what the compaction workload measures.
 type CompactionResult struct {
-	DB            string  `json:"db"`
-	Docs          int     `json:"docs"`
-	Edits         int     `json:"edits"`
-	DocSize       string  `json:"doc_size"`
-	DocBytes      int     `json:"doc_bytes"`
-	LoadSec       float64 `json:"load_sec"`
-	DirBefore     int64   `json:"data_dir_bytes_before"` // -1: no --data-dir
-	DirAfter      int64   `json:"data_dir_bytes_after"`
-	FileBefore    int64   `json:"sizes_file_before"`
-	FileAfter     int64   `json:"sizes_file_after"`
-	External      int64   `json:"sizes_external"`
-	ActiveAfter   int64   `json:"sizes_active_after"`
-	CompactSec    float64 `json:"compact_sec"`
-	LiveMBPerSec  float64 `json:"live_mb_per_sec"`
-	WritesBefore  int     `json:"writes_before"`
-	BeforeP50Ms   float64 `json:"write_p50_ms_before"`
-	BeforeP99Ms   float64 `json:"write_p99_ms_before"`
-	WritesDuring  int     `json:"writes_during"`
-	DuringP50Ms   float64 `json:"write_p50_ms_during"`
-	DuringP99Ms   float64 `json:"write_p99_ms_during"`
+	DB           string  `json:"db"`
+	Docs         int     `json:"docs"`
+	Edits        int     `json:"edits"`
+	DocSize      string  `json:"doc_size"`
+	DocBytes     int     `json:"doc_bytes"`
+	LoadSec      float64 `json:"load_sec"`
+	DirBefore    int64   `json:"data_dir_bytes_before"` // -1: no --data-dir
+	DirAfter     int64   `json:"data_dir_bytes_after"`
+	FileBefore   int64   `json:"sizes_file_before"`
+	FileAfter    int64   `json:"sizes_file_after"`
+	External     int64   `json:"sizes_external"`
+	ActiveAfter  int64   `json:"sizes_active_after"`
+	CompactSec   float64 `json:"compact_sec"`
+	LiveMBPerSec float64 `json:"live_mb_per_sec"`
+	WritesBefore int     `json:"writes_before"`
+	BeforeP50Ms  float64 `json:"write_p50_ms_before"`
+	BeforeP99Ms  float64 `json:"write_p99_ms_before"`
+	WritesDuring int     `json:"writes_during"`
+	DuringP50Ms  float64 `json:"write_p50_ms_during"`
+	DuringP99Ms  float64 `json:"write_p99_ms_during"`
+	// the writer during compaction, split by the phase _active_tasks
+	// reported when each PUT started: the document copy (the by-seq walk
+	// and its commits), then the reclaim (badger flush, LSM flatten,
+	// value-log GC)
+	WritesCopy    int     `json:"writes_during_copy"`
+	CopyP50Ms     float64 `json:"write_p50_ms_during_copy"`
+	CopyP99Ms     float64 `json:"write_p99_ms_during_copy"`
+	WritesReclaim int     `json:"writes_during_reclaim"`
+	ReclaimP50Ms  float64 `json:"write_p50_ms_during_reclaim"`
+	ReclaimP99Ms  float64 `json:"write_p99_ms_during_reclaim"`
 	DirOverExtern float64 `json:"data_dir_over_external"`
 }
 
@@ -77,6 +88,8 @@ func (r *CompactionResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "live data compacted:    %.1f MB/s (sizes.active / wall time)\n", r.LiveMBPerSec)
 	fmt.Fprintf(w, "writer before:          %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesBefore, r.BeforeP50Ms, r.BeforeP99Ms)
 	fmt.Fprintf(w, "writer during:          %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesDuring, r.DuringP50Ms, r.DuringP99Ms)
+	fmt.Fprintf(w, "  document copy:        %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesCopy, r.CopyP50Ms, r.CopyP99Ms)
+	fmt.Fprintf(w, "  reclaim:              %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesReclaim, r.ReclaimP50Ms, r.ReclaimP99Ms)
 }
 
 type compactionInfo struct {
@@ -165,6 +178,8 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	r.prog.printf("  compacting %s\n", res.DB)
 	var running atomic.Bool
 	running.Store(true)
+	var phase atomic.Int32 // phaseCopy until no shard of the db copies
+	phase.Store(phaseCopy)
 	pollErr := make(chan error, 1)
 	go func() {
 		defer running.Store(false)
@@ -178,10 +193,13 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 				pollErr <- nil
 				return
 			}
+			if phase.Load() == phaseCopy && !copying(ctx, c, res.DB) {
+				phase.Store(phaseReclaim)
+			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	w2 := &probeWriter{r: r, n: w.n}
+	w2 := &probeWriter{r: r, n: w.n, phase: &phase}
 	lat, err = w2.run(ctx, running.Load)
 	if err != nil {
 		return res, err
@@ -190,8 +208,16 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		return res, err
 	}
 	res.CompactSec = round2(time.Since(cstart).Seconds())
+	var byPhase [2][]time.Duration
+	for i, l := range lat {
+		byPhase[w2.phases[i]] = append(byPhase[w2.phases[i]], l)
+	}
 	st = summarize(int64(len(lat)), 0, lat)
 	res.WritesDuring, res.DuringP50Ms, res.DuringP99Ms = len(lat), st.p50, st.p99
+	st = summarize(0, 0, byPhase[phaseCopy])
+	res.WritesCopy, res.CopyP50Ms, res.CopyP99Ms = len(byPhase[phaseCopy]), st.p50, st.p99
+	st = summarize(0, 0, byPhase[phaseReclaim])
+	res.WritesReclaim, res.ReclaimP50Ms, res.ReclaimP99Ms = len(byPhase[phaseReclaim]), st.p50, st.p99
 
 	res.DirAfter = dirBytes(cfg.DataDir)
 	if err := c.getJSON(ctx, r.dbPath, "", &info); err != nil {
@@ -310,11 +336,40 @@ func (g *docGen) appendDocSafe(dst, id []byte, rev string) []byte {
 	return g.appendDoc(dst, id, rev)
 }
 
-// probeWriter PUTs new small docs one at a time and records latencies.
+// Compaction phases as _active_tasks reports them.
+const (
+	phaseCopy    = 0 // "document_copy"
+	phaseReclaim = 1 // "reclaim", or the task is gone
+)
+
+// copying reports whether a shard of db still copies documents; an error
+// (a server without _active_tasks) counts as copying, so every sample
+// stays in the copy phase.
+func copying(ctx context.Context, c *client, db string) bool {
+	var tasks []struct {
+		Type     string `json:"type"`
+		Database string `json:"database"`
+		Phase    string `json:"phase"`
+	}
+	if err := c.getJSON(ctx, "/_active_tasks", "", &tasks); err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		if t.Type == "database_compaction" && strings.HasSuffix(t.Database, "/"+db) && t.Phase == "document_copy" {
+			return true
+		}
+	}
+	return false
+}
+
+// probeWriter PUTs new small docs one at a time and records latencies, and
+// with phase set, the phase each PUT started in.
 type probeWriter struct {
-	r     *runner
-	n     int
-	start time.Time
+	r      *runner
+	n      int
+	start  time.Time
+	phase  *atomic.Int32
+	phases []int32
 }
 
 func (w *probeWriter) elapsed() time.Duration { return time.Since(w.start) }
@@ -326,12 +381,17 @@ func (w *probeWriter) run(ctx context.Context, more func() bool) ([]time.Duratio
 	for more() {
 		w.n++
 		path := w.r.dbPath + "/probe" + strconv.Itoa(w.n)
+		var ph int32
+		if w.phase != nil {
+			ph = w.phase.Load()
+		}
 		t0 := time.Now()
 		st, err := w.r.c.roundTrip(ctx, http.MethodPut, path, "", []byte(`{"probe":true}`), &buf)
 		if err != nil {
 			return lat, err
 		}
 		lat = append(lat, time.Since(t0))
+		w.phases = append(w.phases, ph)
 		if st != http.StatusCreated && st != http.StatusAccepted {
 			return lat, statusError(http.MethodPut, path, st, buf.Bytes())
 		}
