@@ -63,7 +63,7 @@ func TestClusterChangesFeedSurvivesCopyLoss(t *testing.T) {
 		t.Fatalf("copies on %v", holders)
 	}
 	const ndocs = 10000
-	pad := strings.Repeat("x", 1000)
+	pad := strings.Repeat("x", 2500)
 	for b := 0; b < ndocs; b += 1000 {
 		var docs []string
 		for i := b; i < b+1000; i++ {
@@ -74,7 +74,8 @@ func TestClusterChangesFeedSurvivesCopyLoss(t *testing.T) {
 		}
 	}
 
-	// the feed is ~10 MB: more than the socket buffers hold, so the
+	// the feed is ~25 MB: more than loopback socket buffers hold (up to
+	// ~10 MB with autotuning), so the
 	// server is still reading the copy when the test stops it
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
