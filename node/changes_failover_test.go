@@ -74,9 +74,9 @@ func TestClusterChangesFeedSurvivesCopyLoss(t *testing.T) {
 		}
 	}
 
-	// the feed is ~25 MB: more than loopback socket buffers hold (up to
-	// ~10 MB with autotuning), so the
-	// server is still reading the copy when the test stops it
+	// the feed is ~25 MB, more than loopback socket buffers hold (up to
+	// ~10 MB with autotuning): the server is still reading the copy when
+	// the test stops it
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", c.Nodes[feedNode].URL+"/fo/_changes?include_docs=true", nil)
