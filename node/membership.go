@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
 
@@ -45,7 +47,11 @@ type membership struct {
 	// isolated peers are treated as unreachable (a partition simulated at
 	// the membership level, for tests; Node.Isolate)
 	isolated map[string]bool
+	sub      *eventstream.Subscription
 }
+
+// endpointDown: the transport lost its connection to a node address.
+type endpointDown struct{ addr string }
 
 func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot]) (*membership, error) {
 	m := &membership{self: self, db: db, log: log, snap: snap, members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
@@ -173,6 +179,14 @@ func (m *membership) Receive(ctx actor.Context) {
 	case *actor.Started:
 		self := ctx.Self()
 		root := ctx.ActorSystem().Root
+		// the transport's own word that a peer's connection is gone:
+		// the peer is down now, not after its missed heartbeats (its
+		// next pong brings it back)
+		m.sub = ctx.ActorSystem().EventStream.Subscribe(func(ev any) {
+			if e, ok := ev.(*remote.EndpointTerminatedEvent); ok {
+				root.Send(self, endpointDown{addr: e.Address})
+			}
+		})
 		go func() {
 			t := time.NewTicker(heartbeatEvery)
 			defer t.Stop()
@@ -186,7 +200,18 @@ func (m *membership) Receive(ctx actor.Context) {
 			}
 		}()
 	case *actor.Stopping:
+		ctx.ActorSystem().EventStream.Unsubscribe(m.sub)
 		close(m.stop)
+	case endpointDown:
+		for _, mem := range m.members {
+			if mem.NodeAddr == msg.addr && mem.Name != m.self.Name {
+				if _, ok := m.seen[mem.Name]; ok {
+					delete(m.seen, mem.Name)
+					m.log.Info("node connection lost", "node", mem.Name, "node_addr", msg.addr)
+				}
+			}
+		}
+		m.publish(time.Now())
 	case isolate:
 		m.isolated = map[string]bool{}
 		for _, name := range msg.names {
