@@ -183,6 +183,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	pollErr := make(chan error, 1)
 	go func() {
 		defer running.Store(false)
+		sawCopy := false
 		for {
 			var info compactionInfo
 			if err := c.getJSON(ctx, r.dbPath, "", &info); err != nil {
@@ -193,8 +194,14 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 				pollErr <- nil
 				return
 			}
-			if phase.Load() == phaseCopy && !copying(ctx, c, res.DB) {
-				phase.Store(phaseReclaim)
+			// the tasks appear a moment after the 202: reclaim begins
+			// when no shard copies any more after one was seen copying
+			if phase.Load() == phaseCopy {
+				if copying(ctx, c, res.DB) {
+					sawCopy = true
+				} else if sawCopy {
+					phase.Store(phaseReclaim)
+				}
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
