@@ -247,14 +247,65 @@ func pushPage(ctx context.Context, root *actor.RootContext, p Pair, rows []*pb.R
 	if len(docs) == 0 {
 		return 0, nil
 	}
-	res, err := actors.Ask[*pb.UpdateResult](ctx, root, p.Peer, &pb.UpdateDocs{Docs: docs, NewEdits: false, Reply: true})
-	if err != nil {
-		return 0, fmt.Errorf("write to peer: %w", err)
-	}
-	for _, r := range res.Results {
-		if r.Error != nil {
-			return 0, fmt.Errorf("peer refused %s: %w", r.Id, r.Error)
+	// cast the docs into the peer copy in batches of up to 4 MB (no call
+	// per batch), then one flush: the peer answers it once everything
+	// cast before it is committed, which holds the next page back while
+	// the peer is slow
+	var batch []*pb.DocUpdate
+	size := 0
+	for i, d := range docs {
+		batch = append(batch, d)
+		size += len(d.Body)
+		for _, a := range d.Atts {
+			size += len(a.Data)
+		}
+		if size >= maxCastBytes || i == len(docs)-1 {
+			root.Send(p.Peer, &pb.UpdateDocs{Docs: batch, NewEdits: false})
+			batch, size = nil, 0
 		}
 	}
+	fl, err := actors.Ask[*pb.FlushReply](ctx, root, p.Peer, &pb.Flush{})
+	if err != nil {
+		return 0, fmt.Errorf("flush peer: %w", err)
+	}
+	if fl.Error != nil {
+		return 0, fmt.Errorf("flush peer: %w", fl.Error)
+	}
+	// a cast has no answer: one lost on the way (a connection that
+	// dropped and came back) or refused would go unnoticed, so the peer's
+	// rev trees are read back before the checkpoint may pass this page
+	if err := verify(ctx, root, p, docs); err != nil {
+		return 0, err
+	}
 	return len(docs), nil
+}
+
+// maxCastBytes bounds one cast into a peer copy (seed 001's 4 MB batches).
+const maxCastBytes = 4 << 20
+
+// verify checks that the peer copy holds every revision pushed.
+func verify(ctx context.Context, root *actor.RootContext, p Pair, docs []*pb.DocUpdate) error {
+	ids := make([]string, 0, len(docs))
+	idx := map[string]int{}
+	for _, d := range docs {
+		if _, ok := idx[d.Id]; !ok {
+			idx[d.Id] = len(ids)
+			ids = append(ids, d.Id)
+		}
+	}
+	peer, err := actors.Ask[*pb.DocInfosReply](ctx, root, p.Peer, &pb.GetDocInfos{Ids: ids})
+	if err != nil {
+		return fmt.Errorf("peer rev trees: %w", err)
+	}
+	if peer.Error != nil {
+		return peer.Error
+	}
+	for _, d := range docs {
+		rev := revtree.Rev{Pos: d.Revisions.Start, Hash: d.Revisions.Ids[0]}
+		i := idx[d.Id]
+		if i >= len(peer.Infos) || revtree.Find(peer.Infos[i], rev) < 0 {
+			return fmt.Errorf("peer lacks %s %s after the flush: a write was lost or refused", d.Id, rev.String())
+		}
+	}
+	return nil
 }

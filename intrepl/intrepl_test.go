@@ -1,0 +1,89 @@
+package intrepl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/actors"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard"
+)
+
+// lossy stands in front of a shard copy and drops the casts it is told to,
+// as a connection that drops and comes back would.
+type lossy struct {
+	to   *actor.PID
+	drop *atomic.Int32
+}
+
+func (l *lossy) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.UpdateDocs:
+		if !m.Reply && l.drop.Add(-1) >= 0 {
+			return
+		}
+		ctx.Forward(l.to)
+	case *pb.Flush, *pb.GetDocInfos:
+		ctx.Forward(l.to)
+	}
+}
+
+// A cast lost on the way to the peer is noticed before the checkpoint
+// passes it: the push fails, and the next one sends the page again.
+func TestLostCastIsSentAgain(t *testing.T) {
+	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(sys.Shutdown)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	local := sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: 1, Name: "local", Logger: quiet}))
+	peer := sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: 2, Name: "peer", Logger: quiet}))
+	drop := &atomic.Int32{}
+	drop.Store(1)
+	front := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &lossy{to: peer, drop: drop} }))
+	ctx := context.Background()
+
+	var docs []*pb.DocUpdate
+	var ids []string
+	for i := range 20 {
+		id := fmt.Sprintf("d%02d", i)
+		ids = append(ids, id)
+		docs = append(docs, &pb.DocUpdate{Tag: uint32(i), Id: id, Body: []byte(`{"i":1}`)})
+	}
+	if _, err := actors.Ask[*pb.UpdateResult](ctx, sys.Root, local, &pb.UpdateDocs{Docs: docs, NewEdits: true, Reply: true}); err != nil {
+		t.Fatal(err)
+	}
+	p := Pair{Key: "t", Local: local, Peer: front, PeerNode: "peer"}
+	if _, err := Push(ctx, sys.Root, p); err == nil || !strings.Contains(err.Error(), "peer lacks") {
+		t.Fatalf("push with a lost cast: %v, want a 'peer lacks' error", err)
+	}
+	n, err := Push(ctx, sys.Root, p)
+	if err != nil || n != len(ids) {
+		t.Fatalf("second push: %d revs, %v; want %d", n, err, len(ids))
+	}
+	got, err := actors.Ask[*pb.DocInfosReply](ctx, sys.Root, peer, &pb.GetDocInfos{Ids: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, info := range got.Infos {
+		if info == nil || len(info.Nodes) == 0 {
+			t.Fatalf("peer lacks %s", ids[i])
+		}
+	}
+	if n, err := Push(ctx, sys.Root, p); err != nil || n != 0 {
+		t.Fatalf("third push: %d revs, %v; want nothing to send", n, err)
+	}
+}
