@@ -1,7 +1,10 @@
 package couchdoc
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"strconv"
 )
 
@@ -132,6 +135,14 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 	return append(out, '}'), true
 }
 
+// b64Alphabet marks the bytes of standard base64 (without padding).
+var b64Alphabet = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = true
+	}
+	return t
+}()
+
 // plainBase64 checks that a JSON string token is padded standard base64
 // without escapes or line breaks (what CouchDB, PouchDB and settee send)
 // and returns its content and decoded length.
@@ -144,19 +155,101 @@ func plainBase64(tok []byte) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	pad := 0
-	for j, c := range b {
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
-			if pad > 0 {
-				return nil, 0, false
-			}
-		case c == '=' && j >= len(b)-2:
+	if len(b) > 0 && b[len(b)-1] == '=' {
+		pad++
+		if b[len(b)-2] == '=' {
 			pad++
-		default:
+		}
+	}
+	for _, c := range b[:len(b)-pad] {
+		if !b64Alphabet[c] {
 			return nil, 0, false
 		}
 	}
 	return b, len(b)/4*3 - pad, true
+}
+
+// Base64Reader decodes padded standard base64 (as plainBase64 accepts it)
+// straight from src into the reader's buffer: no filtering pass, no
+// intermediate copy.
+type Base64Reader struct {
+	src      []byte
+	q        [3]byte // a decoded quantum p had no room for
+	qn, qoff int
+}
+
+// NewBase64Reader reads the data src encodes.
+func NewBase64Reader(src []byte) *Base64Reader { return &Base64Reader{src: src} }
+
+func (r *Base64Reader) Read(p []byte) (int, error) {
+	if r.qoff < r.qn {
+		n := copy(p, r.q[r.qoff:r.qn])
+		r.qoff += n
+		return n, nil
+	}
+	if len(r.src) == 0 {
+		return 0, io.EOF
+	}
+	if len(p) < 3 {
+		n, err := base64.StdEncoding.Decode(r.q[:], r.src[:min(4, len(r.src))])
+		if err != nil {
+			return 0, err
+		}
+		r.src = r.src[min(4, len(r.src)):]
+		r.qn = n
+		r.qoff = copy(p, r.q[:n])
+		return r.qoff, nil
+	}
+	k := min(len(p)/3*4, len(r.src))
+	n, err := base64.StdEncoding.Decode(p, r.src[:k])
+	r.src = r.src[k:]
+	return n, err
+}
+
+// WalkObject calls f with the raw key token (quotes and escapes
+// included) and the span of the value of each member of the JSON object
+// at b[i] (after white space); it reports false when f does or the object
+// is malformed. Strings are found with bytes.IndexByte, so a document with
+// megabytes of base64 costs a memchr, not a byte-by-byte state machine;
+// scalars are delimited, not validated.
+func WalkObject(b []byte, i int, f func(key []byte, vs, ve int) bool) bool {
+	i = skipWS(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	return members(b, i, func(ks, ke, vs, ve int) bool { return f(b[ks:ke], vs, ve) })
+}
+
+// WalkArray calls f with the span of each element of the JSON array at
+// b[i] (after white space), as WalkObject does for objects.
+func WalkArray(b []byte, i int, f func(vs, ve int) bool) bool {
+	i = skipWS(b, i)
+	if i >= len(b) || b[i] != '[' {
+		return false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return true
+	}
+	for i < len(b) {
+		ve := skipValue(b, i)
+		if ve < 0 || !f(i, ve) {
+			return false
+		}
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // members calls f with the spans of each key token and value of the JSON
@@ -209,15 +302,24 @@ func skipWS(b []byte, i int) int {
 
 // skipString returns the end of the string token at b[i] == '"', or -1.
 func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
 		}
+		// the quote ends the string unless an odd run of backslashes
+		// escapes it
+		e := j + k
+		n := 0
+		for e-1-n > i && b[e-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return e + 1
+		}
+		j = e + 1
 	}
-	return -1
 }
 
 // skipValue returns the end of the JSON value at b[i], or -1. Scalars are

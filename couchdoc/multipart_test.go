@@ -269,3 +269,40 @@ func TestAttPartHeadNames(t *testing.T) {
 		}
 	}
 }
+
+func TestBase64Reader(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 100, 4097} {
+		data := bytes.Repeat([]byte{0xfe, 1, 'x'}, n)[:n]
+		enc := []byte(base64.StdEncoding.EncodeToString(data))
+		for _, bufSize := range []int{1, 2, 3, 4, 7, 32 << 10} {
+			var got []byte
+			r := NewBase64Reader(enc)
+			buf := make([]byte, bufSize)
+			for {
+				k, err := r.Read(buf)
+				got = append(got, buf[:k]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("n=%d buf=%d: %v", n, bufSize, err)
+				}
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("n=%d buf=%d: got %d bytes", n, bufSize, len(got))
+			}
+		}
+	}
+}
+
+func TestSkipString(t *testing.T) {
+	for _, s := range []string{`""`, `"a"`, `"a\"b"`, `"a\\"`, `"a\\\"b"`, `"\\\\"`, `"x\u0022y"`} {
+		doc := []byte(s + `,"next"`)
+		if e := skipString(doc, 0); e != len(s) {
+			t.Errorf("%s: end %d, want %d", s, e, len(s))
+		}
+	}
+	if skipString([]byte(`"open\"`), 0) != -1 {
+		t.Error("unterminated string found an end")
+	}
+}

@@ -57,9 +57,10 @@ type HTTPEndpoint struct {
 	noMultipart bool // the peer refused a multipart PUT: JSON from then on
 }
 
-// defaultMultipartMin: below it one _bulk_docs for many docs costs less
-// than a request per doc (see the measurements in DESIGN.md).
-const defaultMultipartMin = 64 << 10
+// DefaultMultipartMin is new endpoints' MultipartMin: below it one
+// _bulk_docs for many docs costs less than a request per doc (see the
+// measurements in DESIGN.md). A variable so benchmarks can move it.
+var DefaultMultipartMin = 128 << 10
 
 // NewHTTPEndpoint builds an endpoint from a parsed spec.
 func NewHTTPEndpoint(s *Spec) *HTTPEndpoint {
@@ -75,7 +76,7 @@ func NewHTTPEndpoint(s *Spec) *HTTPEndpoint {
 	return &HTTPEndpoint{
 		base: strings.TrimSuffix(s.URL, "/"), name: s.Redacted(), headers: h,
 		client:  &http.Client{Transport: transport},
-		Retries: 4, Backoff: 200 * time.Millisecond, MultipartMin: defaultMultipartMin,
+		Retries: 4, Backoff: 200 * time.Millisecond, MultipartMin: DefaultMultipartMin,
 		localRevs: map[string]string{},
 	}
 }
@@ -417,22 +418,78 @@ func (e *HTTPEndpoint) bulkGet(ctx context.Context, items []FetchItem, emit func
 	if err != nil {
 		return err
 	}
-	var res bulkGetJSON
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: bad _bulk_get answer: %w", e.name, jsonProblem(err))
+	return e.splitBulkGet(b, items, emit)
+}
+
+// splitBulkGet passes on the docs of a _bulk_get answer as slices of it
+// (no copy). It walks the answer with couchdoc's walker: encoding/json
+// scanned megabytes of base64 a byte at a time and was most of the
+// fetch's cost (replicator/DESIGN.md, measurements).
+func (e *HTTPEndpoint) splitBulkGet(b []byte, items []FetchItem, emit func(string, []byte)) error {
+	type result struct {
+		id   string
+		docs [][2]int
 	}
-	answered := make(map[string]bool, len(res.Results))
-	for _, r := range res.Results {
-		answered[r.ID] = true
+	var results []result
+	sawResults := false
+	ok := couchdoc.WalkObject(b, 0, func(key []byte, vs, _ int) bool {
+		if string(key) != `"results"` {
+			return true
+		}
+		sawResults = true
+		return couchdoc.WalkArray(b, vs, func(rs, _ int) bool {
+			var r result
+			ok := couchdoc.WalkObject(b, rs, func(k []byte, vs, ve int) bool {
+				switch string(k) {
+				case `"id"`:
+					return json.Unmarshal(b[vs:ve], &r.id) == nil
+				case `"docs"`:
+					return couchdoc.WalkArray(b, vs, func(ds, de int) bool {
+						r.docs = append(r.docs, [2]int{ds, de})
+						return true
+					})
+				}
+				return true
+			})
+			results = append(results, r)
+			return ok
+		})
+	})
+	if !ok {
+		// the slow parser says what is wrong
+		var v bulkGetJSON
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("%s: bad _bulk_get answer: %w", e.name, jsonProblem(err))
+		}
+		return fmt.Errorf("%s: bad _bulk_get answer: not the shape of one", e.name)
+	}
+	if !sawResults {
+		return fmt.Errorf("%s: bad _bulk_get answer: no results", e.name)
+	}
+	answered := make(map[string]bool, len(results))
+	for _, r := range results {
+		answered[r.id] = true
 	}
 	for _, it := range items {
 		if !answered[it.ID] {
 			return fmt.Errorf("%s: bad _bulk_get answer: no result for %s", e.name, it.ID)
 		}
 	}
-	for _, r := range res.Results {
-		for i := range r.Docs {
-			if err := e.emitRev("_bulk_get", r.ID, &r.Docs[i], emit); err != nil {
+	for _, r := range results {
+		for _, d := range r.docs {
+			var rr revResult
+			if !couchdoc.WalkObject(b, d[0], func(k []byte, vs, ve int) bool {
+				switch string(k) {
+				case `"ok"`:
+					rr.OK = b[vs:ve:ve]
+				case `"error"`:
+					return json.Unmarshal(b[vs:ve], &rr.Error) == nil
+				}
+				return true
+			}) {
+				return fmt.Errorf("%s: bad _bulk_get answer: a result for %s that is neither a doc nor an error", e.name, r.id)
+			}
+			if err := e.emitRev("_bulk_get", r.id, &rr, emit); err != nil {
 				return err
 			}
 		}
@@ -560,7 +617,7 @@ func (e *HTTPEndpoint) putMultipart(ctx context.Context, fd *couchdoc.FollowsDoc
 		rs := make([]io.Reader, 0, 3+2*len(fd.Atts))
 		rs = append(rs, bytes.NewReader(head), bytes.NewReader(fd.JSON))
 		for i, a := range fd.Atts {
-			rs = append(rs, bytes.NewReader(heads[i]), base64.NewDecoder(base64.StdEncoding, bytes.NewReader(a.B64)))
+			rs = append(rs, bytes.NewReader(heads[i]), couchdoc.NewBase64Reader(a.B64))
 		}
 		return io.MultiReader(append(rs, bytes.NewReader(tail))...)
 	}}

@@ -84,7 +84,7 @@ func TestMultipartWrites(t *testing.T) {
 	doc := must(t, a, "GET", "/src/big", nil, 200)
 	atts := doc["_attachments"].(map[string]any)
 	delete(atts, "notes.txt")
-	more := bytes.Repeat([]byte{7, 1, 9}, 40<<10)
+	more := bytes.Repeat([]byte{7, 1, 9}, 70<<10)
 	atts["more.bin"] = map[string]any{"content_type": "application/octet-stream", "data": b64(more)}
 	must(t, a, "PUT", "/src/big", doc, 201)
 	must(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("tgt")}, 200)

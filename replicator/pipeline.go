@@ -9,8 +9,16 @@ import (
 	pb "github.com/settee/settee/proto"
 )
 
-// fetchChunk is how many revs one _bulk_get asks for.
-const fetchChunk = 100
+// fetchChunk is how many revs one _bulk_get asks for at most; fetchBytes
+// is what a worker aims to hold of one answer: after docs averaging more
+// than fetchBytes/fetchChunk (80 KB, e.g. with attachments) it asks for
+// fewer at a time, down to one. Its first fetch, sizes unknown, asks for
+// firstChunk.
+const (
+	fetchChunk = 100
+	fetchBytes = 8 << 20
+	firstChunk = 10
+)
 
 // reader reads the source's changes a page at a time and hands each page
 // to the job as a request; it reads the next page only when the job acks
@@ -76,6 +84,17 @@ type worker struct {
 	cfg     *jobConfig
 	cur     *pb.RepChangeBatch
 	stats   *pb.RepStats
+	// docBytes is the running average size of the docs fetched (0: none
+	// yet), which sizes the next fetch.
+	docBytes int
+}
+
+// chunk is how many revs the next fetch asks for.
+func (w *worker) chunk() int {
+	if w.docBytes == 0 {
+		return firstChunk
+	}
+	return max(1, min(fetchChunk, fetchBytes/w.docBytes))
 }
 
 func (w *worker) Receive(ctx actor.Context) {
@@ -138,10 +157,15 @@ func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch) error {
 			return
 		}
 		w.stats.DocsRead++
+		if w.docBytes == 0 {
+			w.docBytes = len(doc)
+		} else {
+			w.docBytes += (len(doc) - w.docBytes) / 8
+		}
 		ctx.Send(w.batcher, &pb.RepDoc{Id: id, Json: doc})
 	}
 	for len(items) > 0 {
-		n := min(fetchChunk, len(items))
+		n := min(w.chunk(), len(items))
 		if err := w.cfg.source.Fetch(c, items[:n], emit); err != nil {
 			return fmt.Errorf("source fetch: %w", err)
 		}
