@@ -99,3 +99,45 @@ func FuzzInlineToFollows(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWalk: on valid JSON the walker finds the same members and elements
+// as encoding/json, and it never panics on anything.
+func FuzzWalk(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[1,{"c":"\""}],"d":"\\"}`, `[1,"x",[],{}]`, `{}`, `[]`, `{"a":{"b":{"c":[[["\\\""]]]}}}`,
+		`{"results":[{"id":"x","docs":[{"ok":{"_id":"x"}}]}]}`, ` { "a" : [ 1 , 2 ] } `, `{"a":tru}`, `[1,]`, `{"a"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var keys []string
+		okObj := WalkObject(b, 0, func(key []byte, vs, ve int) bool {
+			var k string
+			if json.Unmarshal(key, &k) != nil {
+				return false
+			}
+			keys = append(keys, k)
+			return true
+		})
+		n := 0
+		okArr := WalkArray(b, 0, func(vs, ve int) bool { n++; return true })
+		if !json.Valid(b) {
+			return
+		}
+		var v any
+		_ = json.Unmarshal(b, &v)
+		switch x := v.(type) {
+		case map[string]any:
+			if !okObj {
+				t.Fatalf("WalkObject failed on %s", b)
+			}
+			for _, k := range keys {
+				if _, ok := x[k]; !ok {
+					t.Fatalf("key %q not in %s", k, b)
+				}
+			}
+		case []any:
+			if !okArr || n != len(x) {
+				t.Fatalf("WalkArray: %v, %d elements of %d in %s", okArr, n, len(x), b)
+			}
+		}
+	})
+}
