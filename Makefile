@@ -26,6 +26,10 @@ proto:
 fuzz:
 	go test ./docjson/ -run '^$$' -fuzz FuzzParseDoc -fuzztime 60s
 	go test ./shard/revtree/ -run '^$$' -fuzz FuzzParseRev -fuzztime 30s
+	go test ./couchdoc/ -run '^$$' -fuzz FuzzReadRelated -fuzztime 30s
+	go test ./couchdoc/ -run '^$$' -fuzz FuzzInlineToFollows -fuzztime 30s
+	go test ./couchdoc/ -run '^$$' -fuzz FuzzWalk -fuzztime 30s
+	go test ./httpgw/ -run '^$$' -fuzz FuzzMultipartPut -fuzztime 60s -fuzzminimizetime 3s
 
 # The Docker image settee:dev, FROM scratch around the static binary.
 docker:
