@@ -184,7 +184,7 @@ func fastRetry(c *node.Config) { c.ReplicatorRetryBase = 200 * time.Millisecond 
 func crashing(t *testing.T, s *testserver.Server, id, want string, n int) map[string]any {
 	t.Helper()
 	var d map[string]any
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(12 * time.Second)
 	for time.Now().Before(deadline) {
 		d = schedDoc(t, s, id)
 		count, _ := d["error_count"].(float64)

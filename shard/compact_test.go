@@ -1,0 +1,208 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/settee/settee/actors"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
+)
+
+// compact runs one compaction of the fixture's shard to its end.
+func (f *fixture) compact() {
+	f.t.Helper()
+	ctx := context.Background()
+	r, err := actors.Ask[*pb.CompactStarted](ctx, f.sys.Root, f.pid, &pb.CompactShard{})
+	if err != nil || r.Error != nil || r.AlreadyRunning {
+		f.t.Fatalf("compact: %v %v", r, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		di, err := actors.Ask[*pb.DiskInfo](ctx, f.sys.Root, f.pid, &pb.GetDiskInfo{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if !di.CompactRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatal("compaction still running after 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (f *fixture) changes(since uint64) []*pb.Row {
+	f.t.Helper()
+	r, err := actors.Ask[*pb.ChangesReply](context.Background(), f.sys.Root, f.pid, &pb.ReadChanges{Since: since})
+	if err != nil || r.Error != nil {
+		f.t.Fatalf("changes: %v %v", r, err)
+	}
+	return r.Rows
+}
+
+// measuredActive is sizes.active counted from the records: every doc's
+// leaf bodies, its by-id record and its by-seq record.
+func measuredActive(t *testing.T, db *badger.DB, k keys) int64 {
+	t.Helper()
+	var n int64
+	err := db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = k.idPrefix()
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			info := &pb.FullDocInfo{}
+			if err := it.Item().Value(func(v []byte) error {
+				n += int64(len(v))
+				return proto.Unmarshal(v, info)
+			}); err != nil {
+				return err
+			}
+			n += leafBytes(info)
+			item, err := txn.Get(k.seq(info.Seq))
+			if err != nil {
+				return fmt.Errorf("%s: by-seq record %d: %w", info.Id, info.Seq, err)
+			}
+			n += int64(item.ValueSize())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBySeqRecordHoldsLeaves checks that the by-seq index keeps a doc's
+// leaves only, that _changes reads winner, deletion and conflicts from it,
+// and that sizes.active counts what is stored, through edits, conflicts,
+// a purge and a compaction.
+func TestBySeqRecordHoldsLeaves(t *testing.T) {
+	f := newFixture(t)
+	var rev string
+	for i := range 10 {
+		r := f.update(true, &pb.DocUpdate{Id: "a", Rev: rev, Body: fmt.Appendf(nil, `{"i":%d}`, i)})
+		rev = r[0].Rev
+	}
+	// a conflict branch and a deleted branch on b
+	f.update(false,
+		&pb.DocUpdate{Id: "b", Body: []byte(`{"v":1}`), Revisions: &pb.Revisions{Start: 2, Ids: []string{"bbbb", "aaaa"}}},
+		&pb.DocUpdate{Id: "b", Body: []byte(`{"v":2}`), Revisions: &pb.Revisions{Start: 3, Ids: []string{"cccc", "dddd", "aaaa"}}},
+		&pb.DocUpdate{Id: "b", Deleted: true, Revisions: &pb.Revisions{Start: 4, Ids: []string{"eeee", "ffff", "gggg", "aaaa"}}},
+	)
+	f.update(true, &pb.DocUpdate{Id: "c", Body: []byte(`{}`)}, &pb.DocUpdate{Id: "p", Body: []byte(`{}`)})
+	if _, err := actors.Ask[*pb.PurgeReply](context.Background(), f.sys.Root, f.pid,
+		&pb.PurgeDocs{Docs: []*pb.PurgeRequest{{Id: "p", Revs: []string{f.get("p").Info.Winner}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.meta().ActiveSize, measuredActive(t, f.cfg.DB, newKeys(f.cfg.Handle)); got != want {
+		t.Errorf("sizes.active %d, records hold %d", got, want)
+	}
+
+	check := func(label string) {
+		t.Helper()
+		rows := f.changes(0)
+		if len(rows) != 3 {
+			t.Fatalf("%s: %d changes, want 3", label, len(rows))
+		}
+		byID := map[string]*pb.FullDocInfo{}
+		for _, r := range rows {
+			byID[r.Info.Id] = r.Info
+			if !shortRecord(r.Info) {
+				t.Errorf("%s: by-seq record of %s holds inner nodes: %v", label, r.Info.Id, r.Info.Nodes)
+			}
+			full := f.get(r.Info.Id).Info
+			if r.Info.Winner != full.Winner || r.Info.Deleted != full.Deleted || r.Info.Seq != full.Seq {
+				t.Errorf("%s: %s by-seq winner %s deleted %v seq %d, doc %s %v %d", label, r.Info.Id,
+					r.Info.Winner, r.Info.Deleted, r.Info.Seq, full.Winner, full.Deleted, full.Seq)
+			}
+			if got, want := revtree.Leaves(r.Info), revtree.Leaves(full); len(got) != len(want) {
+				t.Errorf("%s: %s leaves %v, want %v", label, r.Info.Id, got, want)
+			} else {
+				for i := range got {
+					if got[i].Rev != want[i].Rev || got[i].Deleted != want[i].Deleted {
+						t.Errorf("%s: %s leaf %d %v, want %v", label, r.Info.Id, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		if a := byID["a"]; a == nil || len(a.Nodes) != 1 || a.Winner != rev {
+			t.Errorf("%s: a's by-seq record %v, want the leaf %s", label, a, rev)
+		}
+		if b := byID["b"]; b == nil || b.Winner != "3-cccc" || len(revtree.Conflicts(b)) != 1 || len(revtree.DeletedConflicts(b)) != 1 {
+			t.Errorf("%s: b's by-seq record %v", label, b)
+		}
+	}
+	check("after writes")
+	f.compact()
+	check("after compaction")
+	if got, want := f.meta().ActiveSize, measuredActive(t, f.cfg.DB, newKeys(f.cfg.Handle)); got != want {
+		t.Errorf("after compaction: sizes.active %d, records hold %d", got, want)
+	}
+	if g := f.get("a"); len(g.Info.Nodes) != 10 || !g.Info.Nodes[9].HasBody || g.Info.Nodes[8].HasBody {
+		t.Errorf("a after compaction: %v", g.Info.Nodes)
+	}
+}
+
+// TestCompactionRewritesFullSeqRecords: a by-seq record that is a copy of
+// the whole doc info (as stored before the short form) is rewritten in the
+// short form by compaction, and sizes.active follows.
+func TestCompactionRewritesFullSeqRecords(t *testing.T) {
+	f := newFixture(t)
+	var rev string
+	for i := range 5 {
+		r := f.update(true, &pb.DocUpdate{Id: "old", Rev: rev, Body: fmt.Appendf(nil, `{"i":%d}`, i)})
+		rev = r[0].Rev
+	}
+	k := newKeys(f.cfg.Handle)
+	info := f.get("old").Info
+	full, err := proto.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, _ := proto.Marshal(seqRecord(info))
+	// the shard stopped while the old layout's record is put in place,
+	// its meta counting the long record
+	if err := f.sys.Root.PoisonFuture(f.pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := loadMeta(f.cfg.DB, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.ActiveSize += int64(len(full) - len(short))
+	mb, _ := proto.Marshal(meta)
+	if err := f.cfg.DB.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(k.seq(info.Seq), full); err != nil {
+			return err
+		}
+		return txn.Set(k.meta(), mb)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.pid = f.sys.Root.Spawn(Props(f.cfg))
+	if rows := f.changes(0); len(rows) != 1 || shortRecord(rows[0].Info) || rows[0].Info.Winner != rev {
+		t.Fatalf("old layout's by-seq record not read back: %v", rows)
+	}
+	f.compact()
+	rows := f.changes(0)
+	if len(rows) != 1 || !shortRecord(rows[0].Info) || rows[0].Info.Winner != rev {
+		t.Fatalf("after compaction: %v", rows)
+	}
+	if got, want := f.meta().ActiveSize, measuredActive(t, f.cfg.DB, k); got != want {
+		t.Errorf("sizes.active %d, records hold %d", got, want)
+	}
+	// compacting again changes nothing
+	before := f.meta()
+	f.compact()
+	if after := f.meta(); after.ActiveSize != before.ActiveSize || after.UpdateSeq != before.UpdateSeq {
+		t.Errorf("second compaction: %+v -> %+v", before, after)
+	}
+}
