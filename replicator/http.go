@@ -600,8 +600,8 @@ var errNoMultipart = errors.New("replicator: the target does not take multipart 
 
 // putMultipart writes one doc as PUT /db/doc?new_edits=false with a
 // multipart/related body, decoding the base64 data as it is sent (the
-// body is never held decoded). A refusal of the doc itself (401, 403,
-// 409, 412, 413) is a write failure, as CouchDB's replicator counts it.
+// body is never held decoded). A refusal of the doc itself (403, 409,
+// 412, 413) is a write failure, as CouchDB's replicator counts it.
 func (e *HTTPEndpoint) putMultipart(ctx context.Context, fd *couchdoc.FollowsDoc) (int, error) {
 	boundary := couchdoc.NewBoundary()
 	head := couchdoc.RelatedHead(nil, boundary)
@@ -635,9 +635,11 @@ func (e *HTTPEndpoint) putMultipart(ctx context.Context, fd *couchdoc.FollowsDoc
 		e.noMultipart = true
 		e.mu.Unlock()
 		return 0, errNoMultipart
-	case 401, 403, 409, 412, 413:
+	case 403, 409, 412, 413:
 		return 1, nil
 	}
+	// 401 included: credentials that stopped working crash the job (as a
+	// _bulk_docs would) rather than skip the doc past the checkpoint
 	return 0, err
 }
 

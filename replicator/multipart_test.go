@@ -3,6 +3,7 @@ package replicator_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"math/rand"
 	"strings"
@@ -110,5 +111,18 @@ func TestMultipartWrites(t *testing.T) {
 	}
 	if n := pb.count("PUT doc"); n != 3 {
 		t.Fatalf("%d multipart PUTs, want one more (refused) and no further", n)
+	}
+
+	// the target refuses the doc itself: a write failure, the rest is written
+	pb.set(&fault{kind: status, match: "PUT doc", code: 403, body: `{"error":"forbidden","reason":"no big docs here"}`})
+	res := must(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("forbidden"), "create_target": true}, 200)
+	if h := history0(t, res); h["doc_write_failures"].(float64) != 1 || h["docs_written"].(float64) != 21 {
+		t.Fatalf("history %v", h)
+	}
+	// credentials that stop working fail the job instead of skipping the doc
+	pb.set(&fault{kind: status, match: "PUT doc", code: 401, body: `{"error":"unauthorized","reason":"Name or password is incorrect."}`})
+	st, out := call(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("unauth"), "create_target": true})
+	if st != 500 || !strings.Contains(fmt.Sprint(out["reason"]), "401 unauthorized") {
+		t.Fatalf("401 on the PUT: %d %v", st, out)
 	}
 }
