@@ -203,17 +203,42 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	}
 	r = min(r, len(cps))
 	// ask r copies (this node's first); each one that fails brings in the
-	// next: a read costs r copies' work, not n
+	// next: a read costs r copies' work, not n. For the winner, only the
+	// first copy sends the body; the others send the doc's rev tree, which
+	// is all the comparison needs (a body crosses nodes only when another
+	// copy is newer)
 	answers := make(chan docAnswer, len(cps))
 	to := actors.Timeout(ctx)
+	plain := len(m.Revs) == 0 && !m.OpenRevsAll
+	asked := 0
 	ask := func(cp *pb.ShardRef) {
+		infoOnly := plain && asked > 0
+		asked++
+		if infoOnly {
+			f := c.root.RequestFuture(c.pl.PID(cp), &pb.GetDocInfos{Ids: []string{m.Id}}, to)
+			go func() {
+				reply, err := actors.Await[*pb.DocInfosReply](ctx, f)
+				a := docAnswer{ref: cp, err: err, infoOnly: true}
+				if err == nil && reply.Error != nil {
+					a.err = reply.Error
+				}
+				if a.err == nil {
+					a.reply = &pb.DocReply{}
+					if len(reply.Infos) == 1 && reply.Infos[0] != nil && len(reply.Infos[0].Nodes) > 0 {
+						a.reply.Info = reply.Infos[0]
+					}
+				}
+				answers <- a
+			}()
+			return
+		}
 		f := c.root.RequestFuture(c.pl.PID(cp), m, to)
 		go func() {
 			reply, err := actors.Await[*pb.DocReply](ctx, f)
 			if err == nil && reply.Error != nil {
 				err = reply.Error
 			}
-			answers <- docAnswer{cp, reply, err}
+			answers <- docAnswer{ref: cp, reply: reply, err: err}
 		}()
 	}
 	for _, cp := range cps[:r] {
@@ -254,11 +279,24 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	if len(got) == 0 {
 		return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, firstErr)
 	}
-	best := got[0].reply
-	for _, a := range got[1:] {
-		if newerInfo(a.reply.Info, best.Info) {
-			best = a.reply
+	bi := 0
+	for i, a := range got[1:] {
+		if newerInfo(a.reply.Info, got[bi].reply.Info) || (got[bi].infoOnly && !a.infoOnly && !newerInfo(got[bi].reply.Info, a.reply.Info)) {
+			bi = i + 1
 		}
+	}
+	best := got[bi].reply
+	if got[bi].infoOnly && best.Info != nil {
+		// the newest copy sent its tree only: its body now
+		full, err := actors.Ask[*pb.DocReply](ctx, c.root, c.pl.PID(got[bi].ref), m)
+		if err == nil && full.Error != nil {
+			err = full.Error
+		}
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
+		}
+		best = full
+		got[bi].reply = full
 	}
 	// explicit revs: any copy that has a rev may answer for it
 	if len(m.Revs) > 0 || m.OpenRevsAll {
@@ -301,6 +339,8 @@ type docAnswer struct {
 	ref   *pb.ShardRef
 	reply *pb.DocReply
 	err   error
+	// infoOnly: the copy sent the doc's rev tree, not its body
+	infoOnly bool
 }
 
 // mergeBodies answers each asked rev from any copy that has it.

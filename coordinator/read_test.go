@@ -1,0 +1,116 @@
+package coordinator_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/actors"
+	"github.com/settee/settee/coordinator"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard"
+)
+
+// threeCopies is a placement with one range and three copies, all real
+// shard actors in this process, under three node names; n0 is this node.
+type threeCopies struct {
+	rec  *pb.DbRecord
+	pids map[string]*actor.PID
+}
+
+func (p *threeCopies) Lookup(context.Context, string) (*pb.DbRecord, error) { return p.rec, nil }
+func (p *threeCopies) PID(ref *pb.ShardRef) *actor.PID                      { return p.pids[ref.Node] }
+func (p *threeCopies) Self() string                                         { return "n0" }
+func (p *threeCopies) Alive(string) bool                                    { return true }
+
+func setup(t *testing.T) (*coordinator.Coordinator, *actor.ActorSystem, *threeCopies) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	p := &threeCopies{rec: &pb.DbRecord{Name: "db", Q: 1, N: 3}, pids: map[string]*actor.PID{}}
+	for i, n := range []string{"n0", "n1", "n2"} {
+		p.rec.Shards = append(p.rec.Shards, &pb.ShardRef{Db: "db", RangeEnd: ^uint32(0), Node: n, Handle: uint32(i + 1)})
+		p.pids[n] = sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: uint32(i + 1), Name: n, Logger: quiet}))
+	}
+	return coordinator.New(sys.Root, p), sys, p
+}
+
+// write puts a revision straight into some copies (as if the others had
+// missed it).
+func write(t *testing.T, sys *actor.ActorSystem, p *threeCopies, body string, revs *pb.Revisions, nodes ...string) {
+	t.Helper()
+	for _, n := range nodes {
+		res, err := actors.Ask[*pb.UpdateResult](context.Background(), sys.Root, p.pids[n],
+			&pb.UpdateDocs{Docs: []*pb.DocUpdate{{Id: "x", Body: []byte(body), Revisions: revs}}, Reply: true})
+		if err != nil || res.Results[0].Error != nil {
+			t.Fatalf("write to %s: %v %v", n, err, res)
+		}
+	}
+}
+
+func winner(t *testing.T, sys *actor.ActorSystem, p *threeCopies, node string) string {
+	t.Helper()
+	r, err := actors.Ask[*pb.DocReply](context.Background(), sys.Root, p.pids[node], &pb.GetDoc{Id: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Info == nil {
+		return ""
+	}
+	return r.Info.Winner
+}
+
+// A read with r=2 answers the newest winner even when this node's copy
+// (the one asked for the body) is behind: the other copy's rev tree shows
+// it newer, its body is fetched, and this node's copy is repaired.
+func TestReadNewerCopyAndRepair(t *testing.T) {
+	c, sys, p := setup(t)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		prep func()
+		want string
+	}{
+		{"missing here", func() {
+			write(t, sys, p, `{"v":1}`, &pb.Revisions{Start: 1, Ids: []string{"aaaa"}}, "n1", "n2")
+		}, "1-aaaa"},
+		{"older here", func() {
+			write(t, sys, p, `{"v":2}`, &pb.Revisions{Start: 2, Ids: []string{"bbbb", "aaaa"}}, "n1", "n2")
+		}, "2-bbbb"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.prep()
+			r, err := c.GetDocR(ctx, "db", &pb.GetDoc{Id: "x"}, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Info.Winner != tc.want || len(r.Bodies) != 1 || r.Bodies[0].Rev != tc.want || len(r.Bodies[0].Json) == 0 {
+				t.Fatalf("read %v, want the body of %s", r, tc.want)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for winner(t, sys, p, "n0") != tc.want {
+				if time.Now().After(deadline) {
+					t.Fatalf("n0 not repaired: winner %q", winner(t, sys, p, "n0"))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	// all equal: the answer comes from this node's copy
+	r, err := c.GetDocR(ctx, "db", &pb.GetDoc{Id: "x"}, 3)
+	if err != nil || r.Info.Winner != "2-bbbb" || len(r.Bodies) != 1 {
+		t.Fatalf("read with r=3: %v %v", r, err)
+	}
+}
