@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 
@@ -76,6 +77,10 @@ type Actor struct {
 	// attachment digests written meanwhile (never swept by it).
 	compacting bool
 	keep       map[string]bool
+	// compactQ is the compactor's batch waiting to commit (it has one
+	// at a time), queued since compactSince; user writes go first.
+	compactQ     *item
+	compactSince time.Time
 }
 
 // Receive is the actor's state machine.
@@ -128,7 +133,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *pb.CompactShard:
 		a.startCompaction(ctx)
 	case *compactBatch:
-		a.pending = append(a.pending, item{compact: m, sender: ctx.Sender()})
+		if a.compactQ != nil {
+			ctx.Respond(compactBatchDone{err: errors.New("shard: a compaction batch is queued already")})
+			return
+		}
+		a.compactQ = &item{compact: m, sender: ctx.Sender()}
+		a.compactSince = time.Now()
 		a.maybeCommit(ctx)
 	case compactEnded:
 		a.compacting = false
@@ -214,11 +224,23 @@ func (a *Actor) async(ctx actor.Context, f func() proto.Message) {
 	}()
 }
 
+// maybeCommit starts the next group commit unless one is in flight. The
+// group takes every queued write; the compactor's batch commits on its own
+// when nothing else is queued, and joins the group once it has waited
+// compactMaxWait, so that compaction adds little to any user write's wait
+// and still progresses under a steady load.
 func (a *Actor) maybeCommit(ctx actor.Context) {
-	if a.inflight || len(a.pending) == 0 {
+	if a.inflight {
 		return
 	}
 	items := a.pending
+	if a.compactQ != nil && (len(items) == 0 || time.Since(a.compactSince) >= compactMaxWait) {
+		items = append(items, *a.compactQ)
+		a.compactQ = nil
+	}
+	if len(items) == 0 {
+		return
+	}
 	a.pending = nil
 	a.inflight = true
 	g := group{stats: a.stats, track: a.compacting, keep: a.keep}
@@ -231,12 +253,6 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 		case it.purgeLimit > 0:
 			g.purgeLimit = it.purgeLimit
 		case it.compact != nil:
-			if g.compact != nil {
-				// one compaction batch per group: the compactor waits
-				// for each, so this cannot happen; keep it queued anyway
-				a.pending = append(a.pending, it)
-				continue
-			}
 			g.compact = it.compact
 		}
 	}
@@ -250,15 +266,6 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 				meta.RevsLimit = it.setMeta.RevsLimit
 			}
 		}
-	}
-	if g.compact != nil && len(a.pending) > 0 {
-		kept := items[:0]
-		for _, it := range items {
-			if it.compact == nil || it.compact == g.compact {
-				kept = append(kept, it)
-			}
-		}
-		items = kept
 	}
 	self := ctx.Self()
 	root := ctx.ActorSystem().Root

@@ -304,9 +304,9 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		}
 	}
 	leaf = path[0]
-	oldExt, oldLeaves, oldInfo := winnerSize(info), leafBytes(info), 0
+	oldExt, oldLeaves, oldInfo, oldRec := winnerSize(info), leafBytes(info), 0, 0
 	if existed {
-		oldInfo = proto.Size(info)
+		oldInfo, oldRec = proto.Size(info), proto.Size(seqRecord(info))
 	}
 	li, _ := revtree.AddPath(info, path, d.Deleted, true, seq)
 	if li >= 0 {
@@ -341,8 +341,12 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	if err != nil {
 		return nil, err
 	}
-	// active: leaf bodies plus the by-id and by-seq copies of the info
-	meta.ActiveSize += leafBytes(info) - oldLeaves + 2*int64(len(ib)-oldInfo)
+	sb, err := proto.Marshal(seqRecord(info))
+	if err != nil {
+		return nil, err
+	}
+	// active: leaf bodies, the doc info and its by-seq record
+	meta.ActiveSize += leafBytes(info) - oldLeaves + int64(len(ib)-oldInfo) + int64(len(sb)-oldRec)
 	if existed {
 		if err := w.del(s.k.seq(oldSeq)); err != nil {
 			return nil, err
@@ -355,7 +359,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	if err := w.setMeta(s.k.id(d.Id), ib, um); err != nil {
 		return nil, err
 	}
-	if err := w.set(s.k.seq(seq), ib); err != nil {
+	if err := w.set(s.k.seq(seq), sb); err != nil {
 		return nil, err
 	}
 	switch {
@@ -479,6 +483,31 @@ func (s *store) putLocal(m *pb.PutLocal) *pb.LocalReply {
 		return &pb.LocalReply{Rev: "0-0"}
 	}
 	return &pb.LocalReply{Rev: fmt.Sprintf("0-%d", n+1)}
+}
+
+// seqRecord is what the by-seq index holds for a doc: its id, seq, winner
+// and its leaves, each stored as a root (parent -1), which is all that
+// _changes (style=all_docs, conflicts), replication and the compactor's
+// walk read. The full rev tree is stored once, under the by-id key: every
+// edit rewrites the tree, so a second copy doubled the bytes each update
+// wrote (and compaction later had to reclaim), for a tree only doc reads,
+// merges and compaction need.
+func seqRecord(info *pb.FullDocInfo) *pb.FullDocInfo {
+	rec := &pb.FullDocInfo{Id: info.Id, Seq: info.Seq, Deleted: info.Deleted, Winner: info.Winner}
+	nodes := info.Nodes
+	hasChild := make([]bool, len(nodes))
+	for _, nd := range nodes {
+		if nd.Parent >= 0 && int(nd.Parent) < len(nodes) {
+			hasChild[nd.Parent] = true
+		}
+	}
+	for i, nd := range nodes {
+		if !hasChild[i] {
+			rec.Nodes = append(rec.Nodes, &pb.RevNode{Pos: nd.Pos, Hash: nd.Hash, Parent: -1, Deleted: nd.Deleted,
+				HasBody: nd.HasBody, Seq: nd.Seq, BodySize: nd.BodySize})
+		}
+	}
+	return rec
 }
 
 // winnerSize is the body size of a doc's winning rev when it is live: what

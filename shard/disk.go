@@ -56,8 +56,12 @@ type Disk struct {
 
 	// use guards badger against Close while a compactor reads or a
 	// reclamation runs.
-	use    sync.RWMutex
-	closed bool
+	use     sync.RWMutex
+	closed  bool
+	closing chan struct{} // closed by Close
+
+	// copySlot lets one compactor at a time walk and commit (acquireCopy).
+	copySlot chan struct{}
 
 	// DiscardRatio is the value-log GC threshold: a log file is rewritten
 	// when at least this share of it is garbage.
@@ -69,7 +73,8 @@ func NewDisk(db *badger.DB, dir string, log *slog.Logger) *Disk {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Disk{db: db, dir: dir, log: log, DiscardRatio: 0.5}
+	d := &Disk{db: db, dir: dir, log: log, DiscardRatio: 0.5,
+		closing: make(chan struct{}), copySlot: make(chan struct{}, 1)}
 	d.gcCond = sync.NewCond(&d.gcMu)
 	return d
 }
@@ -100,8 +105,32 @@ func (d *Disk) release() {
 // new ones; the node calls it before closing badger.
 func (d *Disk) Close() {
 	d.use.Lock()
-	d.closed = true
+	if !d.closed {
+		d.closed = true
+		close(d.closing)
+	}
 	d.use.Unlock()
+}
+
+// acquireCopy waits for the node's compaction copy slot; false once Close
+// was called. A compactor holds it while it walks and commits (not while
+// badger reclaims space, which Reclaim serialises on its own).
+func (d *Disk) acquireCopy() bool {
+	if d == nil {
+		return true
+	}
+	select {
+	case d.copySlot <- struct{}{}:
+		return true
+	case <-d.closing:
+		return false
+	}
+}
+
+func (d *Disk) releaseCopy() {
+	if d != nil {
+		<-d.copySlot
+	}
 }
 
 // DropPrefix is badger's DropPrefix, retried while another DropPrefix (a
@@ -195,18 +224,40 @@ var flushKey = []byte{0, 0, 0, 0, 'F'}
 // records: memtables are flushed (so that recent deletions reach the LSM
 // tree), the tree is compacted into one level (dropping shadowed versions
 // and counting the value-log bytes they pointed to), then value-log files
-// that are mostly garbage are rewritten until none is left. Calls are
-// serialised node-wide; a call made while a run is in progress waits for
-// the next run, which starts after it.
-func (d *Disk) Reclaim() error {
+// that are mostly garbage are rewritten until none is left. Runs are
+// serialised node-wide and hold the compaction copy slot, so that no
+// compactor commits while badger rewrites files; a call made while a run
+// is in progress waits for the next run, which starts after it.
+func (d *Disk) Reclaim() error { return d.reclaimAfter(d.reclaimTicket()) }
+
+// reclaimTicket names the first run that starts after it was taken: a
+// compactor takes one before it gives up the copy slot, so that the run
+// which waited for the slot serves it (and the shards copied meanwhile).
+func (d *Disk) reclaimTicket() uint64 {
 	d.gcMu.Lock()
-	want := d.gcGen + 1 // the first run that starts after this call
+	defer d.gcMu.Unlock()
+	return d.gcGen + 1
+}
+
+// reclaimAfter waits until run want is done, starting runs as needed.
+func (d *Disk) reclaimAfter(want uint64) error {
+	d.gcMu.Lock()
 	for d.gcDone < want {
 		if !d.gcRunning && d.gcGen < want {
 			d.gcRunning = true
-			d.gcGen++
+			d.gcMu.Unlock()
+			ok := d.acquireCopy()
+			d.gcMu.Lock()
+			if !ok {
+				d.gcRunning = false
+				d.gcCond.Broadcast()
+				d.gcMu.Unlock()
+				return ErrClosed
+			}
+			d.gcGen++ // the run starts now
 			d.gcMu.Unlock()
 			err := d.reclaim()
+			d.releaseCopy()
 			d.gcMu.Lock()
 			d.gcRunning = false
 			d.gcDone = d.gcGen

@@ -49,7 +49,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			continue
 		}
 		oldSeq, oldDeleted := info.Seq, info.Deleted
-		oldExt, oldLeaves, oldLen := winnerSize(info), leafBytes(info), proto.Size(info)
+		oldExt, oldLeaves, oldLen := winnerSize(info), leafBytes(info), proto.Size(info)+proto.Size(seqRecord(info))
 		keep := make([]bool, len(info.Nodes))
 		for _, l := range leaves {
 			if purge[l.Index] {
@@ -97,13 +97,17 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 				meta.DocCount--
 			}
 			meta.ExternalSize -= oldExt
-			meta.ActiveSize -= oldLeaves + 2*int64(oldLen)
+			meta.ActiveSize -= oldLeaves + int64(oldLen)
 			continue
 		}
 		revtree.Refresh(info)
 		meta.UpdateSeq++
 		info.Seq = meta.UpdateSeq
 		ib, err := proto.Marshal(info)
+		if err != nil {
+			return nil, err
+		}
+		sb, err := proto.Marshal(seqRecord(info))
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +118,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 		if err := w.setMeta(s.k.id(info.Id), ib, um); err != nil {
 			return nil, err
 		}
-		if err := w.set(s.k.seq(info.Seq), ib); err != nil {
+		if err := w.set(s.k.seq(info.Seq), sb); err != nil {
 			return nil, err
 		}
 		switch {
@@ -126,7 +130,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			meta.DelCount++
 		}
 		meta.ExternalSize += winnerSize(info) - oldExt
-		meta.ActiveSize += leafBytes(info) - oldLeaves + 2*int64(len(ib)-oldLen)
+		meta.ActiveSize += leafBytes(info) - oldLeaves + int64(len(ib)+len(sb)-oldLen)
 	}
 	reply.PurgeSeq = meta.PurgeSeq
 	return reply, nil

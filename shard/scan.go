@@ -133,7 +133,8 @@ func (s *store) addWinnerBody(txn *badger.Txn, row *pb.Row) (int, error) {
 }
 
 // readChanges answers one page of the by-seq index. It reads that index
-// alone: each seq record carries the full doc info (seed 002).
+// alone: each seq record carries the doc's id, winner and leaves
+// (seqRecord), small enough to sit in badger's LSM tree beside its key.
 func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 	reply := &pb.ChangesReply{}
 	rows, maxBytes := pageLimits(m.Limit, m.MaxBytes)
