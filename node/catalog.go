@@ -290,54 +290,79 @@ func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 		security = DefaultSecurity
 	}
 	var drop []uint32
+	var fresh []*pb.ShardRef
 	err := c.db.Update(func(txn *badger.Txn) error {
 		if cur != nil && !cur.Deleted {
 			for _, s := range cur.Shards {
 				if s.Node == c.node {
 					drop = append(drop, s.Handle)
-					if err := txn.Set(keyDropping(s.Handle), nil); err != nil {
-						return err
-					}
 				}
 			}
 		}
 		if !rec.Deleted {
-			next := uint32(1)
-			if it, err := txn.Get(keyNextHandle); err == nil {
-				if err := it.Value(func(v []byte) error { next = binary.BigEndian.Uint32(v); return nil }); err != nil {
-					return err
-				}
-			} else if !errors.Is(err, badger.ErrKeyNotFound) {
-				return err
-			}
 			for _, ref := range rec.Shards {
-				if ref.Node != c.node {
-					ref.Handle = 0
-					continue
-				}
-				ref.Handle = next
-				next++
-				mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: security})
-				if err != nil {
-					return err
-				}
-				if err := txn.Set(append(shard.Prefix(ref.Handle), 'm'), mb); err != nil {
-					return err
+				ref.Handle = 0
+				if ref.Node == c.node {
+					fresh = append(fresh, ref)
 				}
 			}
-			if err := txn.Set(keyNextHandle, binary.BigEndian.AppendUint32(nil, next)); err != nil {
-				return err
-			}
 		}
-		rb, err := proto.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		return txn.Set(keyDB(rec.Name), rb)
+		return writeRecord(txn, rec, fresh, drop, security)
 	})
 	if err != nil {
 		return false, fmt.Errorf("node: install %s: %w", rec.Name, err)
 	}
+	if err := c.switchTo(rec, drop, fresh); err != nil {
+		return true, err
+	}
+	c.log.Info("database record installed", "db", rec.Name, "deleted", rec.Deleted, "q", rec.Q, "n", rec.N)
+	return true, nil
+}
+
+// writeRecord stores a record in txn with what its change does to this
+// node's copies: fresh ones get handles (the record carries them) and
+// their metadata, dropped ones are marked (finished after a crash too).
+func writeRecord(txn *badger.Txn, rec *pb.DbRecord, fresh []*pb.ShardRef, drop []uint32, security []byte) error {
+	for _, h := range drop {
+		if err := txn.Set(keyDropping(h), nil); err != nil {
+			return err
+		}
+	}
+	if len(fresh) > 0 {
+		next := uint32(1)
+		if it, err := txn.Get(keyNextHandle); err == nil {
+			if err := it.Value(func(v []byte) error { next = binary.BigEndian.Uint32(v); return nil }); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: security})
+		if err != nil {
+			return err
+		}
+		for _, ref := range fresh {
+			ref.Handle = next
+			next++
+			if err := txn.Set(append(shard.Prefix(ref.Handle), 'm'), mb); err != nil {
+				return err
+			}
+		}
+		if err := txn.Set(keyNextHandle, binary.BigEndian.AppendUint32(nil, next)); err != nil {
+			return err
+		}
+	}
+	rb, err := proto.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return txn.Set(keyDB(rec.Name), rb)
+}
+
+// switchTo makes a written record current: the dropped copies' actors
+// stop (after their queued commits) and their keys go, the fresh copies'
+// actors start.
+func (c *catalog) switchTo(rec *pb.DbRecord, drop []uint32, fresh []*pb.ShardRef) error {
 	c.mu.Lock()
 	c.dbs[rec.Name] = rec
 	var pids []*actor.PID
@@ -351,20 +376,15 @@ func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 	c.stop(pids)
 	for _, h := range drop {
 		if err := c.dropHandle(h); err != nil {
-			return true, err
+			return err
 		}
 	}
-	if !rec.Deleted {
-		for _, s := range rec.Shards {
-			if s.Node == c.node {
-				if err := c.spawn(rec, s); err != nil {
-					return true, err
-				}
-			}
+	for _, s := range fresh {
+		if err := c.spawn(rec, s); err != nil {
+			return err
 		}
 	}
-	c.log.Info("database record installed", "db", rec.Name, "deleted", rec.Deleted, "q", rec.Q, "n", rec.N)
-	return true, nil
+	return nil
 }
 
 func (c *catalog) dropHandle(h uint32) error {

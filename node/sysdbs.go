@@ -3,18 +3,15 @@ package node
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard"
 )
 
 // The system databases _users and _replicator are clustered like any other,
@@ -160,86 +157,32 @@ func (c *catalog) replace(cur, rec *pb.DbRecord) (bool, error) {
 			had[s.RangeBegin] = s.Handle
 		}
 	}
-	var spawn []*pb.ShardRef
+	var fresh []*pb.ShardRef
 	stays := map[uint32]bool{}
-	err := c.db.Update(func(txn *badger.Txn) error {
-		next := uint32(0)
-		for _, ref := range rec.Shards {
-			if ref.Node != c.node {
-				ref.Handle = 0
-				continue
-			}
-			if h, ok := had[ref.RangeBegin]; ok {
-				ref.Handle = h
-				stays[h] = true
-				continue
-			}
-			if next == 0 {
-				next = 1
-				if it, err := txn.Get(keyNextHandle); err == nil {
-					if err := it.Value(func(v []byte) error { next = binary.BigEndian.Uint32(v); return nil }); err != nil {
-						return err
-					}
-				} else if !errors.Is(err, badger.ErrKeyNotFound) {
-					return err
-				}
-			}
-			ref.Handle = next
-			next++
-			mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: DefaultSecurity})
-			if err != nil {
-				return err
-			}
-			if err := txn.Set(append(shard.Prefix(ref.Handle), 'm'), mb); err != nil {
-				return err
-			}
-			spawn = append(spawn, ref)
+	for _, ref := range rec.Shards {
+		ref.Handle = 0
+		if ref.Node != c.node {
+			continue
 		}
-		if next != 0 {
-			if err := txn.Set(keyNextHandle, binary.BigEndian.AppendUint32(nil, next)); err != nil {
-				return err
-			}
+		if h, ok := had[ref.RangeBegin]; ok {
+			ref.Handle = h
+			stays[h] = true
+			continue
 		}
-		for _, h := range had {
-			if !stays[h] {
-				if err := txn.Set(keyDropping(h), nil); err != nil {
-					return err
-				}
-			}
-		}
-		rb, err := proto.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		return txn.Set(keyDB(rec.Name), rb)
-	})
-	if err != nil {
-		return false, fmt.Errorf("node: place %s: %w", rec.Name, err)
+		fresh = append(fresh, ref)
 	}
-	c.mu.Lock()
-	c.dbs[rec.Name] = rec
-	var pids []*actor.PID
 	var drop []uint32
 	for _, h := range had {
 		if !stays[h] {
 			drop = append(drop, h)
-			if p := c.pids[h]; p != nil {
-				pids = append(pids, p)
-			}
-			delete(c.pids, h)
 		}
 	}
-	c.mu.Unlock()
-	c.stop(pids)
-	for _, h := range drop {
-		if err := c.dropHandle(h); err != nil {
-			return true, err
-		}
+	err := c.db.Update(func(txn *badger.Txn) error { return writeRecord(txn, rec, fresh, drop, DefaultSecurity) })
+	if err != nil {
+		return false, fmt.Errorf("node: place %s: %w", rec.Name, err)
 	}
-	for _, s := range spawn {
-		if err := c.spawn(rec, s); err != nil {
-			return true, err
-		}
+	if err := c.switchTo(rec, drop, fresh); err != nil {
+		return true, err
 	}
 	nodes := make([]string, 0, len(rec.Shards))
 	for _, s := range rec.Shards {
