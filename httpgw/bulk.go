@@ -5,7 +5,6 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"sort"
-	"sync"
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
@@ -168,17 +167,27 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	}
 	mt, mp := wantsBulkGetMultipart(rq)
 	results := make([]*bulkGetResult, len(items))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	// the valid items are read in one coordinator call: a request per
+	// shard copy, not a goroutine and a request per doc
+	var reads []*pb.GetDoc
+	var readIdx []int
 	for i := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = g.bulkGetOne(rq, db, &items[i], o, latest, mp)
-		}()
+		res, m := bulkGetPrepare(&items[i], o, latest, mp)
+		results[i] = res
+		if m != nil {
+			reads = append(reads, m)
+			readIdx = append(readIdx, i)
+		}
 	}
-	wg.Wait()
+	if len(reads) > 0 {
+		got, err := g.c.GetDocs(rq.ctx, db, reads)
+		if err != nil {
+			return err
+		}
+		for j, i := range readIdx {
+			results[i].finish(got[j].Reply, got[j].Err)
+		}
+	}
 	if mp {
 		return g.writeBulkGetMultipart(rq, mt, results)
 	}
@@ -214,7 +223,9 @@ type bulkGetResult struct {
 	code, reason string
 }
 
-func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *couchdoc.Options, latest, allAtts bool) *bulkGetResult {
+// bulkGetPrepare checks one item and returns the read it needs (nil when
+// the item is answered with an error already).
+func bulkGetPrepare(it *bulkGetItem, base *couchdoc.Options, latest, allAtts bool) (*bulkGetResult, *pb.GetDoc) {
 	res := &bulkGetResult{item: it, opts: *base, rev: it.Rev}
 	if len(it.AttsSince) > 0 {
 		res.opts.AttsSince = it.AttsSince
@@ -222,31 +233,33 @@ func (g *Gateway) bulkGetOne(rq *req, db string, it *bulkGetItem, base *couchdoc
 	if res.rev == "" {
 		res.rev = "undefined"
 	}
-	fail := func(code, reason string) *bulkGetResult {
-		res.code, res.reason = code, reason
-		return res
-	}
 	if it.ID == "" {
-		return fail("illegal_docid", "Document id must not be empty")
+		res.code, res.reason = "illegal_docid", "Document id must not be empty"
+		return res, nil
 	}
 	o := &res.opts
 	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: allAtts || o.Attachments || len(o.AttsSince) > 0}
 	if it.Rev != "" {
 		if _, err := revtree.ParseRev(it.Rev); err != nil {
-			return fail("bad_request", "Invalid rev format")
+			res.code, res.reason = "bad_request", "Invalid rev format"
+			return res, nil
 		}
 		m.Revs = []string{it.Rev}
 	}
-	r, err := g.c.GetDoc(rq.ctx, db, m)
-	if err != nil {
+	return res, m
+}
+
+// finish takes the read's answer.
+func (res *bulkGetResult) finish(r *pb.DocReply, err error) {
+	switch {
+	case err != nil:
 		ce := toCouch(err)
-		return fail(ce.code, ce.reason)
+		res.code, res.reason = ce.code, ce.reason
+	case r.Info == nil || len(r.Bodies) == 0:
+		res.code, res.reason = "not_found", "missing"
+	default:
+		res.reply = r
 	}
-	if r.Info == nil || len(r.Bodies) == 0 {
-		return fail("not_found", "missing")
-	}
-	res.reply = r
-	return res
 }
 
 // appendJSON renders the item as _bulk_get's JSON answer has it.

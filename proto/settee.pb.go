@@ -1514,6 +1514,105 @@ func (x *DocReply) GetError() *Error {
 	return nil
 }
 
+// GetDocs reads many documents of one shard copy in one request
+// (_bulk_get): one reader for the lot instead of a request and a goroutine
+// per doc.
+type GetDocs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Docs          []*GetDoc              `protobuf:"bytes,1,rep,name=docs,proto3" json:"docs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDocs) Reset() {
+	*x = GetDocs{}
+	mi := &file_settee_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDocs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDocs) ProtoMessage() {}
+
+func (x *GetDocs) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDocs.ProtoReflect.Descriptor instead.
+func (*GetDocs) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetDocs) GetDocs() []*GetDoc {
+	if x != nil {
+		return x.Docs
+	}
+	return nil
+}
+
+type DocsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Docs          []*DocReply            `protobuf:"bytes,1,rep,name=docs,proto3" json:"docs,omitempty"` // parallel to docs
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DocsReply) Reset() {
+	*x = DocsReply{}
+	mi := &file_settee_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DocsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DocsReply) ProtoMessage() {}
+
+func (x *DocsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DocsReply.ProtoReflect.Descriptor instead.
+func (*DocsReply) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DocsReply) GetDocs() []*DocReply {
+	if x != nil {
+		return x.Docs
+	}
+	return nil
+}
+
+func (x *DocsReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // GetDocInfos reads rev trees for many ids (revs_diff, bulk_get planning).
 type GetDocInfos struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1524,7 +1623,7 @@ type GetDocInfos struct {
 
 func (x *GetDocInfos) Reset() {
 	*x = GetDocInfos{}
-	mi := &file_settee_proto_msgTypes[20]
+	mi := &file_settee_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1635,7 @@ func (x *GetDocInfos) String() string {
 func (*GetDocInfos) ProtoMessage() {}
 
 func (x *GetDocInfos) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[20]
+	mi := &file_settee_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1648,7 @@ func (x *GetDocInfos) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDocInfos.ProtoReflect.Descriptor instead.
 func (*GetDocInfos) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{20}
+	return file_settee_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetDocInfos) GetIds() []string {
@@ -1569,7 +1668,7 @@ type DocInfosReply struct {
 
 func (x *DocInfosReply) Reset() {
 	*x = DocInfosReply{}
-	mi := &file_settee_proto_msgTypes[21]
+	mi := &file_settee_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1680,7 @@ func (x *DocInfosReply) String() string {
 func (*DocInfosReply) ProtoMessage() {}
 
 func (x *DocInfosReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[21]
+	mi := &file_settee_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1693,7 @@ func (x *DocInfosReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DocInfosReply.ProtoReflect.Descriptor instead.
 func (*DocInfosReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{21}
+	return file_settee_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DocInfosReply) GetInfos() []*FullDocInfo {
@@ -1621,7 +1720,7 @@ type GetAtt struct {
 
 func (x *GetAtt) Reset() {
 	*x = GetAtt{}
-	mi := &file_settee_proto_msgTypes[22]
+	mi := &file_settee_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1732,7 @@ func (x *GetAtt) String() string {
 func (*GetAtt) ProtoMessage() {}
 
 func (x *GetAtt) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[22]
+	mi := &file_settee_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1745,7 @@ func (x *GetAtt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAtt.ProtoReflect.Descriptor instead.
 func (*GetAtt) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{22}
+	return file_settee_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetAtt) GetDigest() string {
@@ -1666,7 +1765,7 @@ type AttReply struct {
 
 func (x *AttReply) Reset() {
 	*x = AttReply{}
-	mi := &file_settee_proto_msgTypes[23]
+	mi := &file_settee_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1777,7 @@ func (x *AttReply) String() string {
 func (*AttReply) ProtoMessage() {}
 
 func (x *AttReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[23]
+	mi := &file_settee_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1790,7 @@ func (x *AttReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttReply.ProtoReflect.Descriptor instead.
 func (*AttReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{23}
+	return file_settee_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AttReply) GetData() []byte {
@@ -1729,7 +1828,7 @@ type ReadRange struct {
 
 func (x *ReadRange) Reset() {
 	*x = ReadRange{}
-	mi := &file_settee_proto_msgTypes[24]
+	mi := &file_settee_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1840,7 @@ func (x *ReadRange) String() string {
 func (*ReadRange) ProtoMessage() {}
 
 func (x *ReadRange) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[24]
+	mi := &file_settee_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1853,7 @@ func (x *ReadRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRange.ProtoReflect.Descriptor instead.
 func (*ReadRange) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{24}
+	return file_settee_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReadRange) GetStartKey() string {
@@ -1846,7 +1945,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_settee_proto_msgTypes[25]
+	mi := &file_settee_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1858,7 +1957,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[25]
+	mi := &file_settee_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1871,7 +1970,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{25}
+	return file_settee_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Row) GetInfo() *FullDocInfo {
@@ -1913,7 +2012,7 @@ type RangeReply struct {
 
 func (x *RangeReply) Reset() {
 	*x = RangeReply{}
-	mi := &file_settee_proto_msgTypes[26]
+	mi := &file_settee_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2024,7 @@ func (x *RangeReply) String() string {
 func (*RangeReply) ProtoMessage() {}
 
 func (x *RangeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[26]
+	mi := &file_settee_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2037,7 @@ func (x *RangeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeReply.ProtoReflect.Descriptor instead.
 func (*RangeReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{26}
+	return file_settee_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RangeReply) GetRows() []*Row {
@@ -1977,7 +2076,7 @@ type ReadChanges struct {
 
 func (x *ReadChanges) Reset() {
 	*x = ReadChanges{}
-	mi := &file_settee_proto_msgTypes[27]
+	mi := &file_settee_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2088,7 @@ func (x *ReadChanges) String() string {
 func (*ReadChanges) ProtoMessage() {}
 
 func (x *ReadChanges) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[27]
+	mi := &file_settee_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2101,7 @@ func (x *ReadChanges) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadChanges.ProtoReflect.Descriptor instead.
 func (*ReadChanges) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{27}
+	return file_settee_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadChanges) GetSince() uint64 {
@@ -2059,7 +2158,7 @@ type ChangesReply struct {
 
 func (x *ChangesReply) Reset() {
 	*x = ChangesReply{}
-	mi := &file_settee_proto_msgTypes[28]
+	mi := &file_settee_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2170,7 @@ func (x *ChangesReply) String() string {
 func (*ChangesReply) ProtoMessage() {}
 
 func (x *ChangesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[28]
+	mi := &file_settee_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2183,7 @@ func (x *ChangesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangesReply.ProtoReflect.Descriptor instead.
 func (*ChangesReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{28}
+	return file_settee_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ChangesReply) GetRows() []*Row {
@@ -2126,7 +2225,7 @@ type WaitChange struct {
 
 func (x *WaitChange) Reset() {
 	*x = WaitChange{}
-	mi := &file_settee_proto_msgTypes[29]
+	mi := &file_settee_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2237,7 @@ func (x *WaitChange) String() string {
 func (*WaitChange) ProtoMessage() {}
 
 func (x *WaitChange) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[29]
+	mi := &file_settee_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2250,7 @@ func (x *WaitChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitChange.ProtoReflect.Descriptor instead.
 func (*WaitChange) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{29}
+	return file_settee_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WaitChange) GetSince() uint64 {
@@ -2177,7 +2276,7 @@ type ChangeNotice struct {
 
 func (x *ChangeNotice) Reset() {
 	*x = ChangeNotice{}
-	mi := &file_settee_proto_msgTypes[30]
+	mi := &file_settee_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2288,7 @@ func (x *ChangeNotice) String() string {
 func (*ChangeNotice) ProtoMessage() {}
 
 func (x *ChangeNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[30]
+	mi := &file_settee_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2301,7 @@ func (x *ChangeNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeNotice.ProtoReflect.Descriptor instead.
 func (*ChangeNotice) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{30}
+	return file_settee_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ChangeNotice) GetUpdateSeq() uint64 {
@@ -2220,7 +2319,7 @@ type GetShardInfo struct {
 
 func (x *GetShardInfo) Reset() {
 	*x = GetShardInfo{}
-	mi := &file_settee_proto_msgTypes[31]
+	mi := &file_settee_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2331,7 @@ func (x *GetShardInfo) String() string {
 func (*GetShardInfo) ProtoMessage() {}
 
 func (x *GetShardInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[31]
+	mi := &file_settee_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2344,7 @@ func (x *GetShardInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetShardInfo.ProtoReflect.Descriptor instead.
 func (*GetShardInfo) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{31}
+	return file_settee_proto_rawDescGZIP(), []int{33}
 }
 
 type ShardInfo struct {
@@ -2259,7 +2358,7 @@ type ShardInfo struct {
 
 func (x *ShardInfo) Reset() {
 	*x = ShardInfo{}
-	mi := &file_settee_proto_msgTypes[32]
+	mi := &file_settee_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +2370,7 @@ func (x *ShardInfo) String() string {
 func (*ShardInfo) ProtoMessage() {}
 
 func (x *ShardInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[32]
+	mi := &file_settee_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2383,7 @@ func (x *ShardInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardInfo.ProtoReflect.Descriptor instead.
 func (*ShardInfo) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{32}
+	return file_settee_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ShardInfo) GetMeta() *ShardMeta {
@@ -2320,7 +2419,7 @@ type PutLocal struct {
 
 func (x *PutLocal) Reset() {
 	*x = PutLocal{}
-	mi := &file_settee_proto_msgTypes[33]
+	mi := &file_settee_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2431,7 @@ func (x *PutLocal) String() string {
 func (*PutLocal) ProtoMessage() {}
 
 func (x *PutLocal) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[33]
+	mi := &file_settee_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2444,7 @@ func (x *PutLocal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutLocal.ProtoReflect.Descriptor instead.
 func (*PutLocal) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{33}
+	return file_settee_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PutLocal) GetId() string {
@@ -2387,7 +2486,7 @@ type LocalReply struct {
 
 func (x *LocalReply) Reset() {
 	*x = LocalReply{}
-	mi := &file_settee_proto_msgTypes[34]
+	mi := &file_settee_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2498,7 @@ func (x *LocalReply) String() string {
 func (*LocalReply) ProtoMessage() {}
 
 func (x *LocalReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[34]
+	mi := &file_settee_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2511,7 @@ func (x *LocalReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalReply.ProtoReflect.Descriptor instead.
 func (*LocalReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{34}
+	return file_settee_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LocalReply) GetRev() string {
@@ -2445,7 +2544,7 @@ type GetLocal struct {
 
 func (x *GetLocal) Reset() {
 	*x = GetLocal{}
-	mi := &file_settee_proto_msgTypes[35]
+	mi := &file_settee_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2556,7 @@ func (x *GetLocal) String() string {
 func (*GetLocal) ProtoMessage() {}
 
 func (x *GetLocal) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[35]
+	mi := &file_settee_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2569,7 @@ func (x *GetLocal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLocal.ProtoReflect.Descriptor instead.
 func (*GetLocal) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{35}
+	return file_settee_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetLocal) GetId() string {
@@ -2491,7 +2590,7 @@ type SetMeta struct {
 
 func (x *SetMeta) Reset() {
 	*x = SetMeta{}
-	mi := &file_settee_proto_msgTypes[36]
+	mi := &file_settee_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2602,7 @@ func (x *SetMeta) String() string {
 func (*SetMeta) ProtoMessage() {}
 
 func (x *SetMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[36]
+	mi := &file_settee_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2615,7 @@ func (x *SetMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMeta.ProtoReflect.Descriptor instead.
 func (*SetMeta) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{36}
+	return file_settee_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetMeta) GetSecurity() []byte {
@@ -2543,7 +2642,7 @@ type MetaReply struct {
 
 func (x *MetaReply) Reset() {
 	*x = MetaReply{}
-	mi := &file_settee_proto_msgTypes[37]
+	mi := &file_settee_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2654,7 @@ func (x *MetaReply) String() string {
 func (*MetaReply) ProtoMessage() {}
 
 func (x *MetaReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[37]
+	mi := &file_settee_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2667,7 @@ func (x *MetaReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaReply.ProtoReflect.Descriptor instead.
 func (*MetaReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{37}
+	return file_settee_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MetaReply) GetMeta() *ShardMeta {
@@ -2601,7 +2700,7 @@ type CountRange struct {
 
 func (x *CountRange) Reset() {
 	*x = CountRange{}
-	mi := &file_settee_proto_msgTypes[38]
+	mi := &file_settee_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2712,7 @@ func (x *CountRange) String() string {
 func (*CountRange) ProtoMessage() {}
 
 func (x *CountRange) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[38]
+	mi := &file_settee_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +2725,7 @@ func (x *CountRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountRange.ProtoReflect.Descriptor instead.
 func (*CountRange) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{38}
+	return file_settee_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CountRange) GetLo() string {
@@ -2681,7 +2780,7 @@ type CountChanges struct {
 
 func (x *CountChanges) Reset() {
 	*x = CountChanges{}
-	mi := &file_settee_proto_msgTypes[39]
+	mi := &file_settee_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2792,7 @@ func (x *CountChanges) String() string {
 func (*CountChanges) ProtoMessage() {}
 
 func (x *CountChanges) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[39]
+	mi := &file_settee_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2805,7 @@ func (x *CountChanges) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountChanges.ProtoReflect.Descriptor instead.
 func (*CountChanges) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{39}
+	return file_settee_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CountChanges) GetSince() uint64 {
@@ -2726,7 +2825,7 @@ type Count struct {
 
 func (x *Count) Reset() {
 	*x = Count{}
-	mi := &file_settee_proto_msgTypes[40]
+	mi := &file_settee_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +2837,7 @@ func (x *Count) String() string {
 func (*Count) ProtoMessage() {}
 
 func (x *Count) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[40]
+	mi := &file_settee_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +2850,7 @@ func (x *Count) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Count.ProtoReflect.Descriptor instead.
 func (*Count) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{40}
+	return file_settee_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Count) GetN() uint64 {
@@ -2783,7 +2882,7 @@ type RepChange struct {
 
 func (x *RepChange) Reset() {
 	*x = RepChange{}
-	mi := &file_settee_proto_msgTypes[41]
+	mi := &file_settee_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +2894,7 @@ func (x *RepChange) String() string {
 func (*RepChange) ProtoMessage() {}
 
 func (x *RepChange) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[41]
+	mi := &file_settee_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +2907,7 @@ func (x *RepChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepChange.ProtoReflect.Descriptor instead.
 func (*RepChange) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{41}
+	return file_settee_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RepChange) GetId() string {
@@ -2855,7 +2954,7 @@ type RepChangesPage struct {
 
 func (x *RepChangesPage) Reset() {
 	*x = RepChangesPage{}
-	mi := &file_settee_proto_msgTypes[42]
+	mi := &file_settee_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2966,7 @@ func (x *RepChangesPage) String() string {
 func (*RepChangesPage) ProtoMessage() {}
 
 func (x *RepChangesPage) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[42]
+	mi := &file_settee_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2979,7 @@ func (x *RepChangesPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepChangesPage.ProtoReflect.Descriptor instead.
 func (*RepChangesPage) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{42}
+	return file_settee_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RepChangesPage) GetChanges() []*RepChange {
@@ -2926,7 +3025,7 @@ type RepAck struct {
 
 func (x *RepAck) Reset() {
 	*x = RepAck{}
-	mi := &file_settee_proto_msgTypes[43]
+	mi := &file_settee_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2938,7 +3037,7 @@ func (x *RepAck) String() string {
 func (*RepAck) ProtoMessage() {}
 
 func (x *RepAck) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[43]
+	mi := &file_settee_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2951,7 +3050,7 @@ func (x *RepAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepAck.ProtoReflect.Descriptor instead.
 func (*RepAck) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{43}
+	return file_settee_proto_rawDescGZIP(), []int{45}
 }
 
 // RepChangeBatch is cast by a job to an idle worker. ordinal numbers the
@@ -2968,7 +3067,7 @@ type RepChangeBatch struct {
 
 func (x *RepChangeBatch) Reset() {
 	*x = RepChangeBatch{}
-	mi := &file_settee_proto_msgTypes[44]
+	mi := &file_settee_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2980,7 +3079,7 @@ func (x *RepChangeBatch) String() string {
 func (*RepChangeBatch) ProtoMessage() {}
 
 func (x *RepChangeBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[44]
+	mi := &file_settee_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2993,7 +3092,7 @@ func (x *RepChangeBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepChangeBatch.ProtoReflect.Descriptor instead.
 func (*RepChangeBatch) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{44}
+	return file_settee_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RepChangeBatch) GetOrdinal() uint64 {
@@ -3030,7 +3129,7 @@ type RepDoc struct {
 
 func (x *RepDoc) Reset() {
 	*x = RepDoc{}
-	mi := &file_settee_proto_msgTypes[45]
+	mi := &file_settee_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3042,7 +3141,7 @@ func (x *RepDoc) String() string {
 func (*RepDoc) ProtoMessage() {}
 
 func (x *RepDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[45]
+	mi := &file_settee_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3055,7 +3154,7 @@ func (x *RepDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepDoc.ProtoReflect.Descriptor instead.
 func (*RepDoc) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{45}
+	return file_settee_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RepDoc) GetId() string {
@@ -3082,7 +3181,7 @@ type RepFlush struct {
 
 func (x *RepFlush) Reset() {
 	*x = RepFlush{}
-	mi := &file_settee_proto_msgTypes[46]
+	mi := &file_settee_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3193,7 @@ func (x *RepFlush) String() string {
 func (*RepFlush) ProtoMessage() {}
 
 func (x *RepFlush) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[46]
+	mi := &file_settee_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3206,7 @@ func (x *RepFlush) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepFlush.ProtoReflect.Descriptor instead.
 func (*RepFlush) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{46}
+	return file_settee_proto_rawDescGZIP(), []int{48}
 }
 
 type RepFlushReply struct {
@@ -3121,7 +3220,7 @@ type RepFlushReply struct {
 
 func (x *RepFlushReply) Reset() {
 	*x = RepFlushReply{}
-	mi := &file_settee_proto_msgTypes[47]
+	mi := &file_settee_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3232,7 @@ func (x *RepFlushReply) String() string {
 func (*RepFlushReply) ProtoMessage() {}
 
 func (x *RepFlushReply) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[47]
+	mi := &file_settee_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3245,7 @@ func (x *RepFlushReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepFlushReply.ProtoReflect.Descriptor instead.
 func (*RepFlushReply) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{47}
+	return file_settee_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RepFlushReply) GetDocsWritten() uint64 {
@@ -3184,7 +3283,7 @@ type RepStats struct {
 
 func (x *RepStats) Reset() {
 	*x = RepStats{}
-	mi := &file_settee_proto_msgTypes[48]
+	mi := &file_settee_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3295,7 @@ func (x *RepStats) String() string {
 func (*RepStats) ProtoMessage() {}
 
 func (x *RepStats) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[48]
+	mi := &file_settee_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3308,7 @@ func (x *RepStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepStats.ProtoReflect.Descriptor instead.
 func (*RepStats) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{48}
+	return file_settee_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RepStats) GetDocsRead() uint64 {
@@ -3259,7 +3358,7 @@ type RepBatchDone struct {
 
 func (x *RepBatchDone) Reset() {
 	*x = RepBatchDone{}
-	mi := &file_settee_proto_msgTypes[49]
+	mi := &file_settee_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3370,7 @@ func (x *RepBatchDone) String() string {
 func (*RepBatchDone) ProtoMessage() {}
 
 func (x *RepBatchDone) ProtoReflect() protoreflect.Message {
-	mi := &file_settee_proto_msgTypes[49]
+	mi := &file_settee_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3383,7 @@ func (x *RepBatchDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepBatchDone.ProtoReflect.Descriptor instead.
 func (*RepBatchDone) Descriptor() ([]byte, []int) {
-	return file_settee_proto_rawDescGZIP(), []int{49}
+	return file_settee_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RepBatchDone) GetOrdinal() uint64 {
@@ -3437,7 +3536,12 @@ const file_settee_proto_rawDesc = "" +
 	"\bDocReply\x12'\n" +
 	"\x04info\x18\x01 \x01(\v2\x13.settee.FullDocInfoR\x04info\x12'\n" +
 	"\x06bodies\x18\x02 \x03(\v2\x0f.settee.RevBodyR\x06bodies\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\x1f\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"-\n" +
+	"\aGetDocs\x12\"\n" +
+	"\x04docs\x18\x01 \x03(\v2\x0e.settee.GetDocR\x04docs\"V\n" +
+	"\tDocsReply\x12$\n" +
+	"\x04docs\x18\x01 \x03(\v2\x10.settee.DocReplyR\x04docs\x12#\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\x1f\n" +
 	"\vGetDocInfos\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\"_\n" +
 	"\rDocInfosReply\x12)\n" +
@@ -3582,7 +3686,7 @@ func file_settee_proto_rawDescGZIP() []byte {
 	return file_settee_proto_rawDescData
 }
 
-var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_settee_proto_goTypes = []any{
 	(*RevNode)(nil),        // 0: settee.RevNode
 	(*FullDocInfo)(nil),    // 1: settee.FullDocInfo
@@ -3604,36 +3708,38 @@ var file_settee_proto_goTypes = []any{
 	(*GetDoc)(nil),         // 17: settee.GetDoc
 	(*RevBody)(nil),        // 18: settee.RevBody
 	(*DocReply)(nil),       // 19: settee.DocReply
-	(*GetDocInfos)(nil),    // 20: settee.GetDocInfos
-	(*DocInfosReply)(nil),  // 21: settee.DocInfosReply
-	(*GetAtt)(nil),         // 22: settee.GetAtt
-	(*AttReply)(nil),       // 23: settee.AttReply
-	(*ReadRange)(nil),      // 24: settee.ReadRange
-	(*Row)(nil),            // 25: settee.Row
-	(*RangeReply)(nil),     // 26: settee.RangeReply
-	(*ReadChanges)(nil),    // 27: settee.ReadChanges
-	(*ChangesReply)(nil),   // 28: settee.ChangesReply
-	(*WaitChange)(nil),     // 29: settee.WaitChange
-	(*ChangeNotice)(nil),   // 30: settee.ChangeNotice
-	(*GetShardInfo)(nil),   // 31: settee.GetShardInfo
-	(*ShardInfo)(nil),      // 32: settee.ShardInfo
-	(*PutLocal)(nil),       // 33: settee.PutLocal
-	(*LocalReply)(nil),     // 34: settee.LocalReply
-	(*GetLocal)(nil),       // 35: settee.GetLocal
-	(*SetMeta)(nil),        // 36: settee.SetMeta
-	(*MetaReply)(nil),      // 37: settee.MetaReply
-	(*CountRange)(nil),     // 38: settee.CountRange
-	(*CountChanges)(nil),   // 39: settee.CountChanges
-	(*Count)(nil),          // 40: settee.Count
-	(*RepChange)(nil),      // 41: settee.RepChange
-	(*RepChangesPage)(nil), // 42: settee.RepChangesPage
-	(*RepAck)(nil),         // 43: settee.RepAck
-	(*RepChangeBatch)(nil), // 44: settee.RepChangeBatch
-	(*RepDoc)(nil),         // 45: settee.RepDoc
-	(*RepFlush)(nil),       // 46: settee.RepFlush
-	(*RepFlushReply)(nil),  // 47: settee.RepFlushReply
-	(*RepStats)(nil),       // 48: settee.RepStats
-	(*RepBatchDone)(nil),   // 49: settee.RepBatchDone
+	(*GetDocs)(nil),        // 20: settee.GetDocs
+	(*DocsReply)(nil),      // 21: settee.DocsReply
+	(*GetDocInfos)(nil),    // 22: settee.GetDocInfos
+	(*DocInfosReply)(nil),  // 23: settee.DocInfosReply
+	(*GetAtt)(nil),         // 24: settee.GetAtt
+	(*AttReply)(nil),       // 25: settee.AttReply
+	(*ReadRange)(nil),      // 26: settee.ReadRange
+	(*Row)(nil),            // 27: settee.Row
+	(*RangeReply)(nil),     // 28: settee.RangeReply
+	(*ReadChanges)(nil),    // 29: settee.ReadChanges
+	(*ChangesReply)(nil),   // 30: settee.ChangesReply
+	(*WaitChange)(nil),     // 31: settee.WaitChange
+	(*ChangeNotice)(nil),   // 32: settee.ChangeNotice
+	(*GetShardInfo)(nil),   // 33: settee.GetShardInfo
+	(*ShardInfo)(nil),      // 34: settee.ShardInfo
+	(*PutLocal)(nil),       // 35: settee.PutLocal
+	(*LocalReply)(nil),     // 36: settee.LocalReply
+	(*GetLocal)(nil),       // 37: settee.GetLocal
+	(*SetMeta)(nil),        // 38: settee.SetMeta
+	(*MetaReply)(nil),      // 39: settee.MetaReply
+	(*CountRange)(nil),     // 40: settee.CountRange
+	(*CountChanges)(nil),   // 41: settee.CountChanges
+	(*Count)(nil),          // 42: settee.Count
+	(*RepChange)(nil),      // 43: settee.RepChange
+	(*RepChangesPage)(nil), // 44: settee.RepChangesPage
+	(*RepAck)(nil),         // 45: settee.RepAck
+	(*RepChangeBatch)(nil), // 46: settee.RepChangeBatch
+	(*RepDoc)(nil),         // 47: settee.RepDoc
+	(*RepFlush)(nil),       // 48: settee.RepFlush
+	(*RepFlushReply)(nil),  // 49: settee.RepFlushReply
+	(*RepStats)(nil),       // 50: settee.RepStats
+	(*RepBatchDone)(nil),   // 51: settee.RepBatchDone
 }
 var file_settee_proto_depIdxs = []int32{
 	0,  // 0: settee.FullDocInfo.nodes:type_name -> settee.RevNode
@@ -3649,34 +3755,37 @@ var file_settee_proto_depIdxs = []int32{
 	1,  // 10: settee.DocReply.info:type_name -> settee.FullDocInfo
 	18, // 11: settee.DocReply.bodies:type_name -> settee.RevBody
 	8,  // 12: settee.DocReply.error:type_name -> settee.Error
-	1,  // 13: settee.DocInfosReply.infos:type_name -> settee.FullDocInfo
-	8,  // 14: settee.DocInfosReply.error:type_name -> settee.Error
-	8,  // 15: settee.AttReply.error:type_name -> settee.Error
-	1,  // 16: settee.Row.info:type_name -> settee.FullDocInfo
-	2,  // 17: settee.Row.atts:type_name -> settee.AttMeta
-	4,  // 18: settee.Row.local:type_name -> settee.LocalDoc
-	25, // 19: settee.RangeReply.rows:type_name -> settee.Row
-	8,  // 20: settee.RangeReply.error:type_name -> settee.Error
-	25, // 21: settee.ChangesReply.rows:type_name -> settee.Row
-	8,  // 22: settee.ChangesReply.error:type_name -> settee.Error
-	5,  // 23: settee.ShardInfo.meta:type_name -> settee.ShardMeta
-	8,  // 24: settee.ShardInfo.error:type_name -> settee.Error
-	8,  // 25: settee.LocalReply.error:type_name -> settee.Error
-	4,  // 26: settee.LocalReply.doc:type_name -> settee.LocalDoc
-	5,  // 27: settee.MetaReply.meta:type_name -> settee.ShardMeta
-	8,  // 28: settee.MetaReply.error:type_name -> settee.Error
-	8,  // 29: settee.Count.error:type_name -> settee.Error
-	41, // 30: settee.RepChangesPage.changes:type_name -> settee.RepChange
-	8,  // 31: settee.RepChangesPage.error:type_name -> settee.Error
-	41, // 32: settee.RepChangeBatch.changes:type_name -> settee.RepChange
-	8,  // 33: settee.RepFlushReply.error:type_name -> settee.Error
-	48, // 34: settee.RepBatchDone.stats:type_name -> settee.RepStats
-	8,  // 35: settee.RepBatchDone.error:type_name -> settee.Error
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	17, // 13: settee.GetDocs.docs:type_name -> settee.GetDoc
+	19, // 14: settee.DocsReply.docs:type_name -> settee.DocReply
+	8,  // 15: settee.DocsReply.error:type_name -> settee.Error
+	1,  // 16: settee.DocInfosReply.infos:type_name -> settee.FullDocInfo
+	8,  // 17: settee.DocInfosReply.error:type_name -> settee.Error
+	8,  // 18: settee.AttReply.error:type_name -> settee.Error
+	1,  // 19: settee.Row.info:type_name -> settee.FullDocInfo
+	2,  // 20: settee.Row.atts:type_name -> settee.AttMeta
+	4,  // 21: settee.Row.local:type_name -> settee.LocalDoc
+	27, // 22: settee.RangeReply.rows:type_name -> settee.Row
+	8,  // 23: settee.RangeReply.error:type_name -> settee.Error
+	27, // 24: settee.ChangesReply.rows:type_name -> settee.Row
+	8,  // 25: settee.ChangesReply.error:type_name -> settee.Error
+	5,  // 26: settee.ShardInfo.meta:type_name -> settee.ShardMeta
+	8,  // 27: settee.ShardInfo.error:type_name -> settee.Error
+	8,  // 28: settee.LocalReply.error:type_name -> settee.Error
+	4,  // 29: settee.LocalReply.doc:type_name -> settee.LocalDoc
+	5,  // 30: settee.MetaReply.meta:type_name -> settee.ShardMeta
+	8,  // 31: settee.MetaReply.error:type_name -> settee.Error
+	8,  // 32: settee.Count.error:type_name -> settee.Error
+	43, // 33: settee.RepChangesPage.changes:type_name -> settee.RepChange
+	8,  // 34: settee.RepChangesPage.error:type_name -> settee.Error
+	43, // 35: settee.RepChangeBatch.changes:type_name -> settee.RepChange
+	8,  // 36: settee.RepFlushReply.error:type_name -> settee.Error
+	50, // 37: settee.RepBatchDone.stats:type_name -> settee.RepStats
+	8,  // 38: settee.RepBatchDone.error:type_name -> settee.Error
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_settee_proto_init() }
@@ -3690,7 +3799,7 @@ func file_settee_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_settee_proto_rawDesc), len(file_settee_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

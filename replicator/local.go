@@ -149,8 +149,16 @@ func (e *LocalEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) 
 }
 
 func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(string, []byte)) error {
-	for _, it := range items {
-		r, err := e.c.GetDoc(ctx, e.db, &pb.GetDoc{Id: it.ID, Revs: []string{it.Rev}, Latest: true, WithAttsData: true})
+	ms := make([]*pb.GetDoc, len(items))
+	for i, it := range items {
+		ms[i] = &pb.GetDoc{Id: it.ID, Revs: []string{it.Rev}, Latest: true, WithAttsData: true}
+	}
+	got, err := e.c.GetDocs(ctx, e.db, ms)
+	if err != nil {
+		return e.wrap(err)
+	}
+	for i, it := range items {
+		r, err := got[i].Reply, got[i].Err
 		if err != nil {
 			if errors.Is(e.wrap(err), ErrNotFound) {
 				continue

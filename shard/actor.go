@@ -162,6 +162,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	// reads: off the actor's goroutine, on a badger snapshot
 	case *pb.GetDoc:
 		a.async(ctx, func() proto.Message { return a.st.readDoc(m) })
+	case *pb.GetDocs:
+		a.async(ctx, func() proto.Message { return a.st.readDocs(m.Docs) })
 	case *pb.GetDocInfos:
 		a.async(ctx, func() proto.Message { return a.st.readDocInfos(m.Ids) })
 	case *pb.GetAtt:

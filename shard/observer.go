@@ -51,6 +51,12 @@ func (a *Actor) read(m any) {
 		if len(r.Bodies) > 0 {
 			n = 1
 		}
+	case *pb.DocsReply:
+		for _, d := range r.Docs {
+			if len(d.Bodies) > 0 {
+				n++
+			}
+		}
 	case *pb.RangeReply:
 		n = rowsWithDocs(r.Rows)
 	case *pb.ChangesReply:
