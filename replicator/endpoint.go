@@ -33,6 +33,8 @@ type ChangesPage struct {
 	Rows    []*pb.RepChange
 	LastSeq string // raw JSON
 	Pending uint64
+	// End marks a feed's last page.
+	End bool
 }
 
 // RevDiff is one doc's answer in _revs_diff.
@@ -56,7 +58,14 @@ type Endpoint interface {
 	Name() string
 	Info(ctx context.Context) (*DBInfo, error)
 	Create(ctx context.Context) error
+	// Changes reads one page of changes (q.Limit rows at most), or waits
+	// for one when q.Wait.
 	Changes(ctx context.Context, q ChangesQuery) (*ChangesPage, error)
+	// Feed reads every change after q.Since up to the source's end as it
+	// is now, as one stream, and calls page with pages of at most size rows
+	// (more only when rows carry no seq), in order, while it reads; page
+	// blocks for backpressure. The last page carries the feed's last seq.
+	Feed(ctx context.Context, q ChangesQuery, size int, page func(*ChangesPage) error) error
 	RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error)
 	// Fetch reads revisions with their _revisions (latest=true) and calls
 	// emit for each one found, as JSON ready for _bulk_docs

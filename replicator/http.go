@@ -118,19 +118,31 @@ func (e *HTTPEndpoint) do(ctx context.Context, method, path string, q url.Values
 // doubling delays, and returns a 2xx answer's body or an *HTTPError (404
 // wrapped in ErrNotFound).
 func (e *HTTPEndpoint) doBody(ctx context.Context, method, path string, q url.Values, body *body) ([]byte, error) {
+	_, b, err := e.request(ctx, method, path, q, body, false)
+	return b, err
+}
+
+// open is doBody for an answer read as a stream: it returns the 2xx
+// response with its body unread (the caller closes it).
+func (e *HTTPEndpoint) open(ctx context.Context, method, path string, q url.Values, body *body) (*http.Response, error) {
+	resp, _, err := e.request(ctx, method, path, q, body, true)
+	return resp, err
+}
+
+func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.Values, body *body, stream bool) (*http.Response, []byte, error) {
 	u := e.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
 	delay := e.Backoff
 	for attempt := 0; ; attempt++ {
-		b, status, err := e.once(ctx, method, u, body)
+		resp, b, status, err := e.once(ctx, method, u, body, stream)
 		retry := err != nil || status >= 500 || status == 429
 		if err == nil && status < 300 {
-			return b, nil
+			return resp, b, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if !retry || attempt >= e.Retries {
 			where := strings.TrimSuffix(e.name, "/") + path
@@ -139,7 +151,7 @@ func (e *HTTPEndpoint) doBody(ctx context.Context, method, path string, q url.Va
 				if errors.As(err, &ue) {
 					err = ue.Err // its text repeats the URL
 				}
-				return nil, fmt.Errorf("%s %s: %w", method, where, err)
+				return nil, nil, fmt.Errorf("%s %s: %w", method, where, err)
 			}
 			he := &HTTPError{Status: status, URL: where}
 			var eb struct{ Error, Reason string }
@@ -147,29 +159,31 @@ func (e *HTTPEndpoint) doBody(ctx context.Context, method, path string, q url.Va
 				he.Code, he.Reason = eb.Error, eb.Reason
 			}
 			if status == 404 {
-				return nil, fmt.Errorf("%w: %w", ErrNotFound, he)
+				return nil, nil, fmt.Errorf("%w: %w", ErrNotFound, he)
 			}
-			return nil, he
+			return nil, nil, he
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-t.C:
 		}
 		delay = min(delay*2, 10*time.Second)
 	}
 }
 
-func (e *HTTPEndpoint) once(ctx context.Context, method, u string, body *body) ([]byte, int, error) {
+// once sends a request and reads the answer, or with stream set returns a
+// 2xx answer unread.
+func (e *HTTPEndpoint) once(ctx context.Context, method, u string, body *body, stream bool) (*http.Response, []byte, int, error) {
 	var r io.Reader
 	if body != nil {
 		r = body.open()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, r)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	for k, v := range e.headers {
 		req.Header[k] = v
@@ -180,7 +194,10 @@ func (e *HTTPEndpoint) once(ctx context.Context, method, u string, body *body) (
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
+	}
+	if stream && resp.StatusCode < 300 {
+		return resp, nil, resp.StatusCode, nil
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -188,9 +205,9 @@ func (e *HTTPEndpoint) once(ctx context.Context, method, u string, body *body) (
 		buf.Grow(int(resp.ContentLength))
 	}
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return buf.Bytes(), resp.StatusCode, nil
+	return nil, buf.Bytes(), resp.StatusCode, nil
 }
 
 // jsonProblem says what was wrong with a peer's JSON in a user's words
@@ -262,39 +279,14 @@ func seqParam(raw string) string {
 }
 
 type changesJSON struct {
-	Results []struct {
-		Seq     json.RawMessage `json:"seq"`
-		ID      string          `json:"id"`
-		Changes []struct {
-			Rev string `json:"rev"`
-		} `json:"changes"`
-		Deleted bool `json:"deleted"`
-	} `json:"results"`
+	Results []changeRow     `json:"results"`
 	LastSeq json.RawMessage `json:"last_seq"`
 	Pending uint64          `json:"pending"`
 }
 
+// Changes reads one page of changes (a longpoll when q.Wait).
 func (e *HTTPEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPage, error) {
-	v := url.Values{}
-	v.Set("style", "all_docs")
-	if q.Since != "" {
-		v.Set("since", seqParam(q.Since))
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Wait {
-		v.Set("feed", "longpoll")
-		v.Set("timeout", strconv.Itoa(max(q.Timeout, 1)))
-	} else {
-		v.Set("feed", "normal")
-	}
-	method, body := http.MethodGet, []byte(nil)
-	if q.DocIDs != nil {
-		v.Set("filter", "_doc_ids")
-		method = http.MethodPost
-		body, _ = json.Marshal(map[string]any{"doc_ids": q.DocIDs})
-	}
+	method, v, body := e.changesRequest(q)
 	b, err := e.do(ctx, method, "/_changes", v, body)
 	if err != nil {
 		return nil, err
@@ -309,12 +301,9 @@ func (e *HTTPEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPag
 		return nil, fmt.Errorf("%s: bad _changes answer: no results", e.name)
 	}
 	p := &ChangesPage{LastSeq: string(c.LastSeq), Pending: c.Pending, Rows: make([]*pb.RepChange, 0, len(c.Results))}
-	for _, r := range c.Results {
-		ch := &pb.RepChange{Id: r.ID, Deleted: r.Deleted, Seq: string(r.Seq)}
-		for _, x := range r.Changes {
-			ch.Revs = append(ch.Revs, x.Rev)
-		}
-		if r.ID == "" || len(ch.Revs) == 0 {
+	for i := range c.Results {
+		ch, ok := c.Results[i].repChange()
+		if !ok {
 			return nil, fmt.Errorf("%s: bad _changes answer: a row without an id or revs", e.name)
 		}
 		p.Rows = append(p.Rows, ch)

@@ -110,6 +110,38 @@ func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPa
 	return p, nil
 }
 
+// Feed reads the changes after q.Since in one pass of the coordinator's
+// feed and hands them on in pages while it reads.
+func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page func(*ChangesPage) error) error {
+	since := seqParam(q.Since)
+	cq := coordinator.ChangesQuery{Since: since, Limit: -1}
+	if q.DocIDs != nil {
+		ids := make(map[string]bool, len(q.DocIDs))
+		for _, id := range q.DocIDs {
+			ids[id] = true
+		}
+		cq.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	}
+	f := &feedPager{size: max(size, 1), since: q.Since, page: page}
+	if n, err := e.c.PendingAfter(ctx, e.db, since); err == nil {
+		f.pending = n
+	}
+	last, err := e.c.Changes(ctx, e.db, cq, func(r *coordinator.ChangeRow) error {
+		ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted, Seq: strconv.Quote(r.Seq)}
+		for _, l := range revtree.Leaves(r.Info) {
+			ch.Revs = append(ch.Revs, l.Rev.String())
+		}
+		return f.add(ch)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return e.wrap(err)
+	}
+	return f.flush(strconv.Quote(last), true)
+}
+
 func (e *LocalEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error) {
 	ids := make([]string, 0, len(revs))
 	for id := range revs {

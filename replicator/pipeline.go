@@ -20,9 +20,12 @@ const (
 	firstChunk = 10
 )
 
-// reader reads the source's changes a page at a time and hands each page
-// to the job as a request; it reads the next page only when the job acks
-// (the job acks while its queue of batches is short).
+// reader reads the source's changes and hands them to the job a page at a
+// time, as requests; it hands on the next page only when the job acks (the
+// job acks while its queue of batches is short). Until it has caught up it
+// reads one feed without a limit (Endpoint.Feed), which a goroutine parses
+// a page ahead while the job works; a continuous job then long-polls for
+// pages.
 type reader struct {
 	job       *actor.PID
 	cfg       *jobConfig
@@ -30,6 +33,14 @@ type reader struct {
 	limit     int
 	caughtUp  bool
 	heartbeat int
+	// feed brings the pages of the running feed (nil: none running).
+	feed chan feedItem
+}
+
+// feedItem is a page of a feed, or the error that ended it.
+type feedItem struct {
+	page *ChangesPage
+	err  error
 }
 
 func (r *reader) Receive(ctx actor.Context) {
@@ -42,11 +53,12 @@ func (r *reader) Receive(ctx actor.Context) {
 }
 
 func (r *reader) read(ctx actor.Context) {
-	c := r.cfg.ctx
-	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs}
-	if r.cfg.rep.Continuous && r.caughtUp {
-		q.Wait, q.Timeout = true, 10000
+	if !r.caughtUp {
+		r.readFeed(ctx)
+		return
 	}
+	c := r.cfg.ctx
+	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Wait: true, Timeout: 10000}
 	p, err := r.cfg.source.Changes(c, q)
 	if c.Err() != nil {
 		return
@@ -55,23 +67,69 @@ func (r *reader) read(ctx actor.Context) {
 		ctx.Request(r.job, &pb.RepChangesPage{Error: &pb.Error{Code: "changes", Reason: err.Error()}})
 		return
 	}
-	if p.LastSeq == "" || p.LastSeq == "null" {
+	if !hasSeq(p.LastSeq) {
 		if n := len(p.Rows); n > 0 {
 			p.LastSeq = p.Rows[n-1].Seq
 		} else {
 			p.LastSeq = r.since
 		}
 	}
-	full := r.limit > 0 && len(p.Rows) >= r.limit
-	r.caughtUp = !full
-	page := &pb.RepChangesPage{Changes: p.Rows, LastSeq: p.LastSeq, Pending: p.Pending,
-		Done: !r.cfg.rep.Continuous && !full}
+	// a full page: more may follow at once, read as a feed
+	r.caughtUp = !(r.limit > 0 && len(p.Rows) >= r.limit)
 	r.since = p.LastSeq
-	ctx.Request(r.job, page)
-	if r.cfg.rep.Continuous && len(p.Rows) == 0 {
-		// nothing new: the job acks at once, the next read long-polls
+	// nothing new: the job acks at once, the next read long-polls
+	ctx.Request(r.job, &pb.RepChangesPage{Changes: p.Rows, LastSeq: p.LastSeq, Pending: p.Pending})
+}
+
+// readFeed hands on the next page of the feed, starting it if none runs.
+func (r *reader) readFeed(ctx actor.Context) {
+	c := r.cfg.ctx
+	if r.feed == nil {
+		ch := make(chan feedItem, 1)
+		r.feed = ch
+		src, size := r.cfg.source, r.limit
+		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs}
+		go func() {
+			send := func(it feedItem) error {
+				select {
+				case ch <- it:
+					return nil
+				case <-c.Done():
+					return c.Err()
+				}
+			}
+			if err := src.Feed(c, q, size, func(p *ChangesPage) error { return send(feedItem{page: p}) }); err != nil {
+				_ = send(feedItem{err: err})
+			}
+		}()
+	}
+	var it feedItem
+	select {
+	case it = <-r.feed:
+	case <-c.Done():
 		return
 	}
+	if it.err != nil {
+		if c.Err() == nil {
+			ctx.Request(r.job, &pb.RepChangesPage{Error: &pb.Error{Code: "changes", Reason: it.err.Error()}})
+		}
+		return
+	}
+	p := it.page
+	if !hasSeq(p.LastSeq) {
+		p.LastSeq = r.since
+	}
+	r.since = p.LastSeq
+	done := false
+	if p.End {
+		r.feed = nil
+		if r.cfg.rep.Continuous {
+			r.caughtUp = true
+		} else {
+			done = true
+		}
+	}
+	ctx.Request(r.job, &pb.RepChangesPage{Changes: p.Rows, LastSeq: p.LastSeq, Pending: p.Pending, Done: done})
 }
 
 // worker takes a batch of changes, asks the target which revs it lacks,
