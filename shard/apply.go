@@ -205,7 +205,7 @@ func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 // applyDoc merges one doc. It returns a per-doc error as a result; a
 // returned error is a storage failure that fails the whole group.
 func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdits bool) (*pb.DocResult, error) {
-	info, err := s.docInfo(w.txn, d.Id)
+	info, infoLen, err := s.docInfoSized(w.txn, d.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	leaf = path[0]
 	oldExt, oldLeaves, oldInfo, oldRec := winnerSize(info), leafBytes(info), 0, 0
 	if existed {
-		oldInfo, oldRec = proto.Size(info), proto.Size(seqRecord(info))
+		oldInfo, oldRec = infoLen, len(encodeInfo(nil, seqRecord(info)))
 	}
 	li, _ := revtree.AddPath(info, path, d.Deleted, true, seq)
 	if li >= 0 {
@@ -337,14 +337,8 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	revtree.Refresh(info)
 	info.Seq = seq
 	meta.ExternalSize += winnerSize(info) - oldExt
-	ib, err := proto.Marshal(info)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := proto.Marshal(seqRecord(info))
-	if err != nil {
-		return nil, err
-	}
+	ib := encodeInfo(nil, info)
+	sb := encodeInfo(nil, seqRecord(info))
 	// active: leaf bodies, the doc info and its by-seq record
 	meta.ActiveSize += leafBytes(info) - oldLeaves + int64(len(ib)-oldInfo) + int64(len(sb)-oldRec)
 	if existed {

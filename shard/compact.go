@@ -24,9 +24,9 @@ import (
 // bodies (HasBody=false, so they read as missing and revs_info says
 // "missing"), and the tree is stemmed to _revs_limit. It reads nothing
 // else, except the leaf bodies' attachment lists when the shard holds
-// attachments (mark and sweep of att/<digest>). A by-seq record written
-// before the full tree was kept once (a copy of the whole tree) is
-// rewritten in the short form.
+// attachments (mark and sweep of att/<digest>). Records in an older
+// layout are rewritten: a by-seq record that is a copy of the whole tree
+// in the short form, protobuf records in the compact one (infocodec.go).
 //
 // The compactor never writes. It sends each page's changes to the shard
 // actor as a compactBatch, which the committer applies in its own synced
@@ -307,9 +307,10 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 			}
 			rec := &pb.FullDocInfo{}
 			var recLen int
+			var recV1, infoV1 bool
 			if err := it.Item().Value(func(v []byte) error {
-				recLen = len(v)
-				return proto.Unmarshal(v, rec)
+				recLen, recV1 = len(v), len(v) > 0 && v[0] == infoCodecV1
+				return decodeInfo(v, rec)
 			}); err != nil {
 				return err
 			}
@@ -320,8 +321,8 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 			if item, err := txn.Get(c.st.k.id(rec.Id)); err == nil {
 				info = &pb.FullDocInfo{}
 				if err := item.Value(func(v []byte) error {
-					oldLen = len(v)
-					return proto.Unmarshal(v, info)
+					oldLen, infoV1 = len(v), len(v) > 0 && v[0] == infoCodecV1
+					return decodeInfo(v, info)
 				}); err != nil {
 					return err
 				}
@@ -332,12 +333,8 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 				continue // cannot happen in one snapshot; nothing to do
 			}
 			op := compactOp{seq: seq, id: info.Id, deleted: info.Deleted}
-			if !shortRecord(rec) {
-				b, err := proto.Marshal(seqRecord(info))
-				if err != nil {
-					return err
-				}
-				op.rec, op.oldRec = b, recLen
+			if !recV1 || !shortRecord(rec) {
+				op.rec, op.oldRec = encodeInfo(nil, seqRecord(info)), recLen
 			}
 			drop := compactInfo(info, c.revsLimit)
 			if len(candidates) > 0 {
@@ -345,12 +342,8 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 					return err
 				}
 			}
-			if drop != nil {
-				b, err := proto.Marshal(info)
-				if err != nil {
-					return err
-				}
-				op.info, op.oldLen, op.drop = b, oldLen, drop
+			if drop != nil || !infoV1 {
+				op.info, op.oldLen, op.drop = encodeInfo(nil, info), oldLen, drop
 			}
 			if op.info == nil && op.rec == nil {
 				continue

@@ -61,7 +61,7 @@ func measuredActive(t *testing.T, db *badger.DB, k keys) int64 {
 			info := &pb.FullDocInfo{}
 			if err := it.Item().Value(func(v []byte) error {
 				n += int64(len(v))
-				return proto.Unmarshal(v, info)
+				return decodeInfo(v, info)
 			}); err != nil {
 				return err
 			}
@@ -151,10 +151,11 @@ func TestBySeqRecordHoldsLeaves(t *testing.T) {
 	}
 }
 
-// TestCompactionRewritesFullSeqRecords: a by-seq record that is a copy of
-// the whole doc info (as stored before the short form) is rewritten in the
-// short form by compaction, and sizes.active follows.
-func TestCompactionRewritesFullSeqRecords(t *testing.T) {
+// TestCompactionRewritesOldRecords: records as stored before the compact
+// form (a protobuf doc info under by-id, a protobuf copy of it under
+// by-seq) are read, and compaction rewrites them in the compact form, the
+// by-seq one short, with sizes.active following.
+func TestCompactionRewritesOldRecords(t *testing.T) {
 	f := newFixture(t)
 	var rev string
 	for i := range 5 {
@@ -167,9 +168,10 @@ func TestCompactionRewritesFullSeqRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, _ := proto.Marshal(seqRecord(info))
-	// the shard stopped while the old layout's record is put in place,
-	// its meta counting the long record
+	long := encodeInfo(nil, info)
+	short := encodeInfo(nil, seqRecord(info))
+	// the shard stopped while the old layout's records are put in place,
+	// its meta counting them
 	if err := f.sys.Root.PoisonFuture(f.pid).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +179,13 @@ func TestCompactionRewritesFullSeqRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta.ActiveSize += int64(len(full) - len(short))
+	meta.ActiveSize += int64(2*len(full) - len(long) - len(short))
 	mb, _ := proto.Marshal(meta)
 	if err := f.cfg.DB.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(k.seq(info.Seq), full); err != nil {
+			return err
+		}
+		if err := txn.Set(k.id(info.Id), full); err != nil {
 			return err
 		}
 		return txn.Set(k.meta(), mb)
@@ -191,6 +196,9 @@ func TestCompactionRewritesFullSeqRecords(t *testing.T) {
 	if rows := f.changes(0); len(rows) != 1 || shortRecord(rows[0].Info) || rows[0].Info.Winner != rev {
 		t.Fatalf("old layout's by-seq record not read back: %v", rows)
 	}
+	if g := f.get("old"); !proto.Equal(g.Info, info) {
+		t.Fatalf("old layout's doc info read back as %v, want %v", g.Info, info)
+	}
 	f.compact()
 	rows := f.changes(0)
 	if len(rows) != 1 || !shortRecord(rows[0].Info) || rows[0].Info.Winner != rev {
@@ -198,6 +206,28 @@ func TestCompactionRewritesFullSeqRecords(t *testing.T) {
 	}
 	if got, want := f.meta().ActiveSize, measuredActive(t, f.cfg.DB, k); got != want {
 		t.Errorf("sizes.active %d, records hold %d", got, want)
+	}
+	if err := f.cfg.DB.View(func(txn *badger.Txn) error {
+		for _, key := range [][]byte{k.id("old"), k.seq(info.Seq)} {
+			item, err := txn.Get(key)
+			if err != nil {
+				return err
+			}
+			if err := item.Value(func(v []byte) error {
+				if v[0] != infoCodecV1 {
+					return fmt.Errorf("record %q not rewritten: starts with %#x", key, v[0])
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if g := f.get("old"); g.Info.Winner != rev || len(g.Info.Nodes) != 5 || !g.Info.Nodes[4].HasBody || g.Info.Nodes[3].HasBody {
+		t.Errorf("after compaction: %v", g.Info)
 	}
 	// compacting again changes nothing
 	before := f.meta()

@@ -24,7 +24,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 	for _, req := range m.Docs {
 		res := &pb.PurgeResult{Id: req.Id, Purged: []string{}}
 		reply.Results = append(reply.Results, res)
-		info, err := s.docInfo(w.txn, req.Id)
+		info, infoLen, err := s.docInfoSized(w.txn, req.Id)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +49,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			continue
 		}
 		oldSeq, oldDeleted := info.Seq, info.Deleted
-		oldExt, oldLeaves, oldLen := winnerSize(info), leafBytes(info), proto.Size(info)+proto.Size(seqRecord(info))
+		oldExt, oldLeaves, oldLen := winnerSize(info), leafBytes(info), infoLen+len(encodeInfo(nil, seqRecord(info)))
 		keep := make([]bool, len(info.Nodes))
 		for _, l := range leaves {
 			if purge[l.Index] {
@@ -103,14 +103,8 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 		revtree.Refresh(info)
 		meta.UpdateSeq++
 		info.Seq = meta.UpdateSeq
-		ib, err := proto.Marshal(info)
-		if err != nil {
-			return nil, err
-		}
-		sb, err := proto.Marshal(seqRecord(info))
-		if err != nil {
-			return nil, err
-		}
+		ib := encodeInfo(nil, info)
+		sb := encodeInfo(nil, seqRecord(info))
 		var um byte
 		if info.Deleted {
 			um = metaDeleted

@@ -98,7 +98,7 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 				size += len(d.Json) + len(d.Id)
 			} else {
 				info := &pb.FullDocInfo{}
-				if err := item.Value(func(v []byte) error { return proto.Unmarshal(v, info) }); err != nil {
+				if err := item.Value(func(v []byte) error { return decodeInfo(v, info) }); err != nil {
 					return err
 				}
 				row.Info = info
@@ -163,7 +163,7 @@ func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 				return nil
 			}
 			info := &pb.FullDocInfo{}
-			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, info) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error { return decodeInfo(v, info) }); err != nil {
 				return err
 			}
 			row := &pb.Row{Info: info}

@@ -82,12 +82,30 @@ func getProto(txn *badger.Txn, key []byte, m proto.Message) (bool, error) {
 }
 
 func (s *store) docInfo(txn *badger.Txn, id string) (*pb.FullDocInfo, error) {
-	info := &pb.FullDocInfo{}
-	ok, err := getProto(txn, s.k.id(id), info)
-	if err != nil || !ok {
-		return nil, err
+	info, _, err := s.docInfoSized(txn, id)
+	return info, err
+}
+
+// docInfoSized is docInfo and the size of its stored record; nil and 0
+// when the doc does not exist.
+func (s *store) docInfoSized(txn *badger.Txn, id string) (*pb.FullDocInfo, int, error) {
+	item, err := txn.Get(s.k.id(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, 0, nil
 	}
-	return info, nil
+	if err != nil {
+		return nil, 0, err
+	}
+	info := &pb.FullDocInfo{}
+	n := 0
+	err = item.Value(func(v []byte) error {
+		n = len(v)
+		return decodeInfo(v, info)
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("doc info %q: %w", id, err)
+	}
+	return info, n, nil
 }
 
 func (s *store) body(txn *badger.Txn, id, rev string) (*pb.BodyRecord, error) {
