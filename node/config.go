@@ -19,7 +19,7 @@ type Config struct {
 	N        int    // default copies of each shard (capped by the node count)
 	// MemoryMB is the node's budget for badger's caches and memtables.
 	MemoryMB int
-	// ValueLogFileMB is the size of badger's value-log files (0: 64), the
+	// ValueLogFileMB is the size of badger's value-log files (0: 16), the
 	// unit in which compaction gives disk space back.
 	ValueLogFileMB int
 	// MaxDocumentSize and MaxRequestSize bound request bodies (bytes).

@@ -13,11 +13,14 @@ import (
 // the value log (ValueThreshold 1 KB) so LSM compactions do not rewrite
 // them, and every commit is synced.
 //
-// Value-log files are vlogMB each (default 64): value-log GC reclaims space
+// Value-log files are vlogMB each (default 16): value-log GC reclaims space
 // a whole file at a time and never touches the file being written, so the
 // file size is what may stay as garbage after a compaction (seed 002's
-// workload leaves one such file at most); smaller files reclaim finer at
-// the cost of more files.
+// workload leaves one such file at most). 16 MB rather than 64: a 2000-doc
+// database of small docs edited 100 times kept 65 MB after compaction with
+// 64 MB files (5.3 MB live, the rest the file being written), 10.5 MB with
+// 16 MB ones, and the compactions took as long; more files cost one open
+// and one mmap each.
 func openBadger(dir string, memoryMB, vlogMB int, log *slog.Logger) (*badger.DB, error) {
 	budget := int64(memoryMB) << 20
 	memtable := min(max(budget/8, 16<<20), 64<<20)
@@ -43,7 +46,7 @@ func openBadger(dir string, memoryMB, vlogMB int, log *slog.Logger) (*badger.DB,
 }
 
 // DefaultValueLogFileMB is the size of a badger value-log file.
-const DefaultValueLogFileMB = 64
+const DefaultValueLogFileMB = 16
 
 func badgerDir(dataDir string) string { return filepath.Join(dataDir, "badger") }
 
