@@ -36,6 +36,7 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	db    *badger.DB
+	trim  *fileTrimmer // keeps the value log out of RSS (memtrim_linux.go)
 	sys   *actor.ActorSystem
 	cat   *catalog
 	coord *coordinator.Coordinator
@@ -74,6 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.db, err = openBadger(cfg.DataDir, cfg.MemoryMB, cfg.ValueLogFileMB, log); err != nil {
 		return nil, err
 	}
+	n.trim = startFileTrimmer(absDir(badgerDir(cfg.DataDir)), fileRSSAllowMB(cfg.MemoryMB), time.Second/2, log)
 	n.disk = shard.NewDisk(n.db, badgerDir(cfg.DataDir), log)
 	n.tasks = tasks.New(cfg.Name)
 	n.metrics = metrics.New(metrics.Config{Tasks: n.tasks, Storage: n.db, Disk: n.disk})
@@ -87,6 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		if n.sys != nil {
 			n.sys.Shutdown()
 		}
+		n.trim.Close()
 		_ = n.db.Close()
 		return nil, err
 	}
@@ -187,6 +190,7 @@ func (n *Node) Close(ctx context.Context) error {
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		n.disk.Close()
+		n.trim.Close()
 		if err := n.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close badger: %w", err))
 		}
