@@ -88,7 +88,21 @@ func (s *Syncer) loop() {
 
 // sweep pushes every pair whose local copy changed since its last push.
 func (s *Syncer) sweep() {
-	for _, p := range s.src() {
+	pairs := s.src()
+	// a pair that is gone (its peer removed, its database deleted) is
+	// forgotten: if it comes back, its peer copy is a new one
+	live := make(map[string]bool, len(pairs))
+	for _, p := range pairs {
+		live[p.Key] = true
+	}
+	s.mu.Lock()
+	for k := range s.synced {
+		if !live[k] {
+			delete(s.synced, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range pairs {
 		select {
 		case <-s.stop:
 			return
@@ -127,9 +141,11 @@ func (s *Syncer) sweep() {
 	}
 }
 
-// checkpoint is the _local doc a local copy keeps per peer.
+// checkpoint is the _local doc a local copy keeps per peer: how far the
+// peer copy named Copy has everything.
 type checkpoint struct {
-	Seq uint64 `json:"seq"`
+	Seq  uint64 `json:"seq"`
+	Copy string `json:"copy,omitempty"`
 }
 
 func checkpointID(peer string) string { return "_local/shard-sync-" + peer }
@@ -141,6 +157,15 @@ func Push(ctx context.Context, root *actor.RootContext, p Pair) (int, error) {
 	var cp checkpoint
 	if r, err := actors.Ask[*pb.LocalReply](ctx, root, p.Local, &pb.GetLocal{Id: checkpointID(p.PeerNode)}); err == nil && r.Doc != nil {
 		_ = json.Unmarshal(r.Doc.Json, &cp)
+	}
+	// a checkpoint towards another copy of the peer's (one dropped and
+	// made again) says nothing of this one: start over
+	info, err := actors.Ask[*pb.ShardInfo](ctx, root, p.Peer, &pb.GetShardInfo{})
+	if err != nil {
+		return 0, fmt.Errorf("peer info: %w", err)
+	}
+	if peerCopy := info.GetMeta().GetCopyId(); cp.Copy != peerCopy {
+		cp = checkpoint{Copy: peerCopy}
 	}
 	written := 0
 	for {

@@ -12,6 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/dgraph-io/badger/v4"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/shard"
@@ -31,7 +33,8 @@ func (l *lossy) Receive(ctx actor.Context) {
 			return
 		}
 		ctx.Forward(l.to)
-	case *pb.Flush, *pb.GetDocInfos:
+	case *actor.Started, *actor.Stopping, *actor.Stopped:
+	default:
 		ctx.Forward(l.to)
 	}
 }
@@ -85,5 +88,45 @@ func TestLostCastIsSentAgain(t *testing.T) {
 	}
 	if n, err := Push(ctx, sys.Root, p); err != nil || n != 0 {
 		t.Fatalf("third push: %d revs, %v; want nothing to send", n, err)
+	}
+}
+
+// A peer copy dropped and made again under the same node name (a node
+// removed and re-added) has nothing: the checkpoint towards the old copy
+// must not make the push skip what the old copy had.
+func TestRemadePeerCopyGetsEverything(t *testing.T) {
+	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(sys.Shutdown)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// copies made as the catalog makes them: meta with a copy id
+	spawn := func(h uint32, copyID string) *actor.PID {
+		mb, _ := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, CopyId: copyID})
+		if err := db.Update(func(txn *badger.Txn) error { return txn.Set(append(shard.Prefix(h), 'm'), mb) }); err != nil {
+			t.Fatal(err)
+		}
+		return sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: h, Name: copyID, Logger: quiet}))
+	}
+	local := spawn(1, "local")
+	ctx := context.Background()
+	var docs []*pb.DocUpdate
+	for i := range 10 {
+		docs = append(docs, &pb.DocUpdate{Tag: uint32(i), Id: fmt.Sprintf("d%02d", i), Body: []byte(`{}`)})
+	}
+	if _, err := actors.Ask[*pb.UpdateResult](ctx, sys.Root, local, &pb.UpdateDocs{Docs: docs, NewEdits: true, Reply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Push(ctx, sys.Root, Pair{Key: "a", Local: local, Peer: spawn(2, "peer-old"), PeerNode: "peer"}); err != nil || n != 10 {
+		t.Fatalf("push to the first copy: %d %v", n, err)
+	}
+	n, err := Push(ctx, sys.Root, Pair{Key: "b", Local: local, Peer: spawn(3, "peer-new"), PeerNode: "peer"})
+	if err != nil || n != 10 {
+		t.Fatalf("push to the remade copy: %d revs, %v; want all 10", n, err)
 	}
 }

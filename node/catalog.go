@@ -337,13 +337,13 @@ func writeRecord(txn *badger.Txn, rec *pb.DbRecord, fresh []*pb.ShardRef, drop [
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: security})
-		if err != nil {
-			return err
-		}
 		for _, ref := range fresh {
 			ref.Handle = next
 			next++
+			mb, err := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, Security: security, CopyId: newUUID()})
+			if err != nil {
+				return err
+			}
 			if err := txn.Set(append(shard.Prefix(ref.Handle), 'm'), mb); err != nil {
 				return err
 			}

@@ -408,15 +408,19 @@ func (x *LocalDoc) GetJson() []byte {
 
 // ShardMeta is the per-shard header.
 type ShardMeta struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	UpdateSeq     uint64                 `protobuf:"varint,1,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"`
-	DocCount      uint64                 `protobuf:"varint,2,opt,name=doc_count,json=docCount,proto3" json:"doc_count,omitempty"`
-	DelCount      uint64                 `protobuf:"varint,3,opt,name=del_count,json=delCount,proto3" json:"del_count,omitempty"`
-	PurgeSeq      uint64                 `protobuf:"varint,4,opt,name=purge_seq,json=purgeSeq,proto3" json:"purge_seq,omitempty"`
-	RevsLimit     uint64                 `protobuf:"varint,5,opt,name=revs_limit,json=revsLimit,proto3" json:"revs_limit,omitempty"`
-	Security      []byte                 `protobuf:"bytes,6,opt,name=security,proto3" json:"security,omitempty"`                              // the db's _security object as JSON
-	ExternalSize  int64                  `protobuf:"varint,7,opt,name=external_size,json=externalSize,proto3" json:"external_size,omitempty"` // bytes of live doc bodies
-	ActiveSize    int64                  `protobuf:"varint,8,opt,name=active_size,json=activeSize,proto3" json:"active_size,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	UpdateSeq    uint64                 `protobuf:"varint,1,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"`
+	DocCount     uint64                 `protobuf:"varint,2,opt,name=doc_count,json=docCount,proto3" json:"doc_count,omitempty"`
+	DelCount     uint64                 `protobuf:"varint,3,opt,name=del_count,json=delCount,proto3" json:"del_count,omitempty"`
+	PurgeSeq     uint64                 `protobuf:"varint,4,opt,name=purge_seq,json=purgeSeq,proto3" json:"purge_seq,omitempty"`
+	RevsLimit    uint64                 `protobuf:"varint,5,opt,name=revs_limit,json=revsLimit,proto3" json:"revs_limit,omitempty"`
+	Security     []byte                 `protobuf:"bytes,6,opt,name=security,proto3" json:"security,omitempty"`                              // the db's _security object as JSON
+	ExternalSize int64                  `protobuf:"varint,7,opt,name=external_size,json=externalSize,proto3" json:"external_size,omitempty"` // bytes of live doc bodies
+	ActiveSize   int64                  `protobuf:"varint,8,opt,name=active_size,json=activeSize,proto3" json:"active_size,omitempty"`
+	// copy_id names this copy for its life: a copy dropped and made again
+	// (a node removed and re-added) gets a new one, so internal replication
+	// knows its checkpoints towards the old copy are void.
+	CopyId        string `protobuf:"bytes,9,opt,name=copy_id,json=copyId,proto3" json:"copy_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +509,13 @@ func (x *ShardMeta) GetActiveSize() int64 {
 		return x.ActiveSize
 	}
 	return 0
+}
+
+func (x *ShardMeta) GetCopyId() string {
+	if x != nil {
+		return x.CopyId
+	}
+	return ""
 }
 
 // ShardRef names one copy of one shard range.
@@ -3441,7 +3452,7 @@ const file_settee_proto_rawDesc = "" +
 	"\bLocalDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03rev\x18\x02 \x01(\x04R\x03rev\x12\x12\n" +
-	"\x04json\x18\x03 \x01(\fR\x04json\"\x82\x02\n" +
+	"\x04json\x18\x03 \x01(\fR\x04json\"\x9b\x02\n" +
 	"\tShardMeta\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x01 \x01(\x04R\tupdateSeq\x12\x1b\n" +
@@ -3453,7 +3464,8 @@ const file_settee_proto_rawDesc = "" +
 	"\bsecurity\x18\x06 \x01(\fR\bsecurity\x12#\n" +
 	"\rexternal_size\x18\a \x01(\x03R\fexternalSize\x12\x1f\n" +
 	"\vactive_size\x18\b \x01(\x03R\n" +
-	"activeSize\"\x84\x01\n" +
+	"activeSize\x12\x17\n" +
+	"\acopy_id\x18\t \x01(\tR\x06copyId\"\x84\x01\n" +
 	"\bShardRef\x12\x0e\n" +
 	"\x02db\x18\x01 \x01(\tR\x02db\x12\x1f\n" +
 	"\vrange_begin\x18\x02 \x01(\rR\n" +
