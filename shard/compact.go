@@ -61,6 +61,11 @@ const (
 	compactPageBytes   = 64 << 10
 )
 
+// compactNice is the nice value of a compactor's thread (lowPriority): the
+// CPU it spends reading pages and in badger's value-log GC goes to request
+// handling first.
+const compactNice = 10
+
 // compactMaxWait is how long a compaction batch yields to user writes
 // before it joins their group commit.
 const compactMaxWait = 20 * time.Millisecond
@@ -497,6 +502,7 @@ func (a *Actor) startCompaction(ctx actor.Context) {
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
+		lowPriority() // for good: this goroutine ends here
 		err := c.run()
 		root.Send(self, compactEnded{err: err})
 	}()
