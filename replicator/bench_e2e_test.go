@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/settee/settee/internal/testserver"
 	"github.com/settee/settee/replicator"
@@ -60,4 +65,51 @@ var e2eSeq atomic.Int64
 
 func e2eURL(s *testserver.Server, db string) string {
 	return strings.Replace(s.URL, "http://", "http://"+testserver.AdminUser+":"+testserver.AdminPassword+"@", 1) + "/" + db
+}
+
+// BenchmarkReplicateLatency replicates 8,000 docs of 2 KB HTTP to HTTP
+// through proxies that add latency, as a distant or busy peer would: 10 ms
+// to each _bulk_get answer and 25 ms to each _bulk_docs answer. A worker
+// that waited for its batch to be written before fetching the next one
+// paid both for every batch.
+func BenchmarkReplicateLatency(b *testing.B) {
+	a, t := testserver.Start(b), testserver.Start(b)
+	const n = 8000
+	resp := a.Do(b, "PUT", "/lat", nil)
+	resp.Body.Close()
+	pad := strings.Repeat("x", 2000)
+	for i := 0; i < n; {
+		var docs []string
+		for ; i < n && len(docs) < 500; i++ {
+			docs = append(docs, fmt.Sprintf(`{"_id":"d%05d","pad":"%s"}`, i, pad))
+		}
+		resp := a.Do(b, "POST", "/lat/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	slow := func(s *testserver.Server, path string, d time.Duration) string {
+		u, _ := url.Parse(s.URL)
+		rp := httputil.NewSingleHostReverseProxy(u)
+		ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, path) {
+				time.Sleep(d)
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		b.Cleanup(ps.Close)
+		return strings.Replace(ps.URL, "http://", "http://"+testserver.AdminUser+":"+testserver.AdminPassword+"@", 1)
+	}
+	src := slow(a, "/_bulk_get", 10*time.Millisecond) + "/lat"
+	tgt := slow(t, "/_bulk_docs", 25*time.Millisecond)
+	b.ResetTimer()
+	for range b.N {
+		body := fmt.Sprintf(`{"source":%q,"target":%q,"create_target":true}`, src, fmt.Sprintf("%s/lat_%d", tgt, e2eSeq.Add(1)))
+		resp := t.Do(b, "POST", "/_replicate", body)
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(out), fmt.Sprintf(`"docs_written":%d`, n)) {
+			b.Fatalf("%d %s", resp.StatusCode, out)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "docs/s")
 }

@@ -110,6 +110,14 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.onPage(ctx, m)
 	case *pb.RepBatchDone:
 		j.onBatchDone(ctx, m)
+	case *pb.RepAck:
+		// a worker can take another batch
+		if j.finished {
+			return
+		}
+		j.idle = append(j.idle, ctx.Sender())
+		j.dispatch(ctx)
+		j.maybeAck(ctx)
 	case checkpointTick:
 		if j.finished {
 			return
@@ -275,7 +283,6 @@ func (j *jobActor) onBatchDone(ctx actor.Context, m *pb.RepBatchDone) {
 		j.stats.MissingFound += s.MissingFound
 		j.stats.DocWriteFailures += s.DocWriteFailures
 	}
-	j.idle = append(j.idle, ctx.Sender())
 	j.doneOrd[m.Ordinal] = true
 	j.advance()
 	j.dispatch(ctx)

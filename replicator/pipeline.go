@@ -135,17 +135,33 @@ func (r *reader) readFeed(ctx actor.Context) {
 // worker takes a batch of changes, asks the target which revs it lacks,
 // fetches those from the source and casts each doc into its batcher; at
 // the end of the round it sends one flush request and reports the batch
-// when the batcher answers (seed 001: no call per doc).
+// when the batcher answers (seed 001: no call per doc). It tells the job
+// it can take the next batch (RepAck) as soon as the flush is sent, so it
+// fetches batch k+1 while its batcher writes batch k; with two flushes
+// unanswered it waits for the first before it asks for more, so a slow
+// target still slows the fetching.
 type worker struct {
 	job     *actor.PID
 	batcher *actor.PID
 	cfg     *jobConfig
-	cur     *pb.RepChangeBatch
-	stats   *pb.RepStats
+	// flushing are the batches whose flush is unanswered, oldest first.
+	flushing []flushing
+	// held: the worker owes the job a RepAck (it had two flushes out).
+	held bool
 	// docBytes is the running average size of the docs fetched (0: none
 	// yet), which sizes the next fetch.
 	docBytes int
 }
+
+// flushing is a batch fetched and handed to the batcher, not yet written.
+type flushing struct {
+	ordinal uint64
+	stats   *pb.RepStats
+}
+
+// maxFlushing is how many flushes a worker leaves unanswered before it
+// waits: the batch being written and the one fetched behind it.
+const maxFlushing = 2
 
 // chunk is how many revs the next fetch asks for.
 func (w *worker) chunk() int {
@@ -158,9 +174,8 @@ func (w *worker) chunk() int {
 func (w *worker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.RepChangeBatch:
-		w.cur = m
-		w.stats = &pb.RepStats{}
-		if err := w.round(ctx, m); err != nil {
+		stats := &pb.RepStats{}
+		if err := w.round(ctx, m, stats); err != nil {
 			if w.cfg.ctx.Err() != nil {
 				return
 			}
@@ -168,30 +183,40 @@ func (w *worker) Receive(ctx actor.Context) {
 			return
 		}
 		ctx.Request(w.batcher, &pb.RepFlush{})
+		w.flushing = append(w.flushing, flushing{ordinal: m.Ordinal, stats: stats})
+		if len(w.flushing) < maxFlushing {
+			ctx.Request(w.job, &pb.RepAck{})
+		} else {
+			w.held = true
+		}
 	case *pb.RepFlushReply:
-		if w.cur == nil {
+		if len(w.flushing) == 0 {
 			return
 		}
-		done := &pb.RepBatchDone{Ordinal: w.cur.Ordinal}
+		f := w.flushing[0]
+		w.flushing = w.flushing[1:]
+		done := &pb.RepBatchDone{Ordinal: f.ordinal}
 		if m.Error != nil {
 			done.Error = m.Error
 		} else {
-			w.stats.DocsWritten = m.DocsWritten
-			w.stats.DocWriteFailures = m.DocWriteFailures
-			done.Stats = w.stats
+			f.stats.DocsWritten = m.DocsWritten
+			f.stats.DocWriteFailures = m.DocWriteFailures
+			done.Stats = f.stats
 		}
-		w.cur = nil
-		// a request, so the job knows which worker is idle again
 		ctx.Request(w.job, done)
+		if w.held && m.Error == nil {
+			w.held = false
+			ctx.Request(w.job, &pb.RepAck{})
+		}
 	}
 }
 
-func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch) error {
+func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch, stats *pb.RepStats) error {
 	c := w.cfg.ctx
 	revs := make(map[string][]string, len(b.Changes))
 	for _, ch := range b.Changes {
 		revs[ch.Id] = append(revs[ch.Id], ch.Revs...)
-		w.stats.MissingChecked += uint64(len(ch.Revs))
+		stats.MissingChecked += uint64(len(ch.Revs))
 	}
 	diff, err := w.cfg.target.RevsDiff(c, revs)
 	if err != nil {
@@ -208,13 +233,13 @@ func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch) error {
 			items = append(items, FetchItem{ID: ch.Id, Rev: rev, AttsSince: d.Ancestors})
 		}
 	}
-	w.stats.MissingFound = uint64(len(items))
+	stats.MissingFound = uint64(len(items))
 	sel := w.cfg.rep.selector
 	emit := func(id string, doc []byte) {
 		if sel != nil && !sel.MatchJSON(doc) {
 			return
 		}
-		w.stats.DocsRead++
+		stats.DocsRead++
 		if w.docBytes == 0 {
 			w.docBytes = len(doc)
 		} else {
