@@ -311,12 +311,14 @@ func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
 	if err != nil {
 		return err
 	}
-	type diff struct {
-		Missing   []string `json:"missing"`
-		Ancestors []string `json:"possible_ancestors,omitempty"`
+	// the answer is appended as it is worked out, ids in order (what
+	// encoding/json made of a map, at a fraction of the cost)
+	out := make([]byte, 0, 64*len(ids)+32)
+	if legacy {
+		out = append(out, `{"missing_revs":`...)
 	}
-	res := map[string]diff{}
-	legacyRes := map[string][]string{}
+	out = append(out, '{')
+	n := 0
 	for i, id := range ids {
 		info := infos[i]
 		var missing []revtree.Rev
@@ -343,24 +345,48 @@ func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
 			}
 			return missing[a].Hash < missing[b].Hash
 		})
-		d := diff{}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = docjson.AppendString(out, id)
+		if legacy {
+			out = append(out, ':')
+		} else {
+			out = append(out, `:{"missing":`...)
+		}
 		var maxPos uint64
-		for _, m := range missing {
-			d.Missing = append(d.Missing, m.String())
+		for j, m := range missing {
+			out = append(out, "[,"[min(j, 1)])
+			out = docjson.AppendString(out, m.String())
 			maxPos = max(maxPos, m.Pos)
 		}
+		out = append(out, ']')
+		if legacy {
+			continue
+		}
 		if info != nil {
+			k := 0
 			for _, l := range revtree.Leaves(info) {
 				if l.Rev.Pos < maxPos {
-					d.Ancestors = append(d.Ancestors, l.Rev.String())
+					if k == 0 {
+						out = append(out, `,"possible_ancestors":[`...)
+					} else {
+						out = append(out, ',')
+					}
+					k++
+					out = docjson.AppendString(out, l.Rev.String())
 				}
 			}
+			if k > 0 {
+				out = append(out, ']')
+			}
 		}
-		res[id] = d
-		legacyRes[id] = d.Missing
+		out = append(out, '}')
 	}
+	out = append(out, '}')
 	if legacy {
-		return g.writeJSON(rq, 200, map[string]any{"missing_revs": legacyRes})
+		out = append(out, '}')
 	}
-	return g.writeJSON(rq, 200, res)
+	return g.writeJSON(rq, 200, append(out, '\n'))
 }
