@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/settee/settee/docjson"
@@ -119,6 +120,22 @@ func FuzzWalk(f *testing.F) {
 		})
 		n := 0
 		okArr := WalkArray(b, 0, func(vs, ve int) bool { n++; return true })
+		// ObjectAt and ArrayAt, whose callers delimit the values, take
+		// what WalkObject and WalkArray take, member for member
+		var spans, spansAt [][2]int
+		okAll := WalkObject(b, 0, func(_ []byte, vs, ve int) bool { spans = append(spans, [2]int{vs, ve}); return true })
+		endAt := ObjectAt(b, 0, func(_ []byte, vs int) int {
+			ve := SkipValue(b, vs)
+			spansAt = append(spansAt, [2]int{vs, ve})
+			return ve
+		})
+		if okAll != (endAt >= 0) || (okAll && fmt.Sprint(spans) != fmt.Sprint(spansAt)) {
+			t.Fatalf("WalkObject %v %v, ObjectAt %d %v on %q", okAll, spans, endAt, spansAt, b)
+		}
+		na := 0
+		if endArr := ArrayAt(b, 0, func(vs int) int { na++; return SkipValue(b, vs) }); okArr != (endArr >= 0) || (okArr && na != n) {
+			t.Fatalf("WalkArray %v %d, ArrayAt %d %d on %q", okArr, n, endArr, na, b)
+		}
 		if !json.Valid(b) {
 			return
 		}

@@ -1,15 +1,18 @@
 package replicator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/settee/settee/couchdoc"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -122,76 +125,121 @@ func (e *HTTPEndpoint) feedOnce(ctx context.Context, q ChangesQuery, f *feedPage
 	bad := func(err error) error {
 		return &badAnswer{fmt.Errorf("%s: bad _changes answer: %w", e.name, jsonProblem(err))}
 	}
-	// a JSON error is a bad answer; a read error (the connection) is not
-	readErr := func(err error) error {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &se) || errors.As(err, &te) {
-			return bad(err)
+	r := &feedReader{r: resp.Body, buf: make([]byte, 0, 64<<10)}
+	// a body cut short (the connection) is not a bad answer: it is read
+	// again from the last page handed on
+	short := func() error {
+		if r.err != nil {
+			return fmt.Errorf("%s: reading _changes: %w", e.name, r.err)
 		}
-		return fmt.Errorf("%s: reading _changes: %w", e.name, err)
+		return fmt.Errorf("%s: reading _changes: %w", e.name, io.ErrUnexpectedEOF)
 	}
-	dec := json.NewDecoder(resp.Body)
-	t, err := dec.Token()
-	if err != nil {
-		return readErr(err)
+	c, ok := r.next()
+	if !ok {
+		return short()
 	}
-	if t != json.Delim('{') {
-		return bad(fmt.Errorf("the answer is %s, not an object", tokenKind(t)))
+	if c != '{' {
+		// encoding/json says what it is
+		r.pos--
+		rest, _ := io.ReadAll(io.LimitReader(r.r, 1<<20))
+		var x map[string]json.RawMessage
+		err := json.Unmarshal(append(r.buf[r.pos:], rest...), &x)
+		if err == nil {
+			err = errors.New("not an object")
+		}
+		return bad(err)
 	}
 	sawResults := false
-	var lastSeq json.RawMessage
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return readErr(err)
+	lastSeq := ""
+	for first := true; ; first = false {
+		c, ok := r.next()
+		if !ok {
+			return short()
 		}
-		switch t {
-		case "results":
-			t, err := dec.Token()
+		if c == '}' && first {
+			break
+		}
+		if !first {
+			if c == '}' {
+				break
+			}
+			if c != ',' {
+				return bad(fmt.Errorf("invalid character %q after object key:value pair", c))
+			}
+			if c, ok = r.next(); !ok {
+				return short()
+			}
+		}
+		r.pos--
+		ks, ke, ok := r.value()
+		if !ok {
+			return short()
+		}
+		key, ok := jsonString(r.buf[ks:ke])
+		if c != '"' || !ok {
+			return bad(errors.New("invalid object key"))
+		}
+		r.pos = ke
+		if c, ok = r.next(); !ok {
+			return short()
+		} else if c != ':' {
+			return bad(fmt.Errorf("invalid character %q after object key", c))
+		}
+		if key != "results" {
+			vs, ve, ok := r.value()
+			if !ok {
+				return short()
+			}
+			if key == "last_seq" {
+				lastSeq = string(r.buf[vs:ve])
+			}
+			r.pos = ve
+			continue
+		}
+		if c, ok = r.next(); !ok {
+			return short()
+		} else if c != '[' {
+			return bad(fmt.Errorf("results is %s, not an array", valueKind(c)))
+		}
+		sawResults = true
+		for n := 0; ; n++ {
+			c, ok := r.next()
+			if !ok {
+				return short()
+			}
+			if c == ']' && n == 0 {
+				break
+			}
+			if n > 0 {
+				if c == ']' {
+					break
+				}
+				if c != ',' {
+					return bad(fmt.Errorf("invalid character %q after array element", c))
+				}
+			} else {
+				r.pos--
+			}
+			vs, ve, ok := r.value()
+			if !ok {
+				return short()
+			}
+			ch, err := parseChangeRow(r.buf[vs:ve])
 			if err != nil {
-				return readErr(err)
+				return bad(err)
 			}
-			if t != json.Delim('[') {
-				return bad(fmt.Errorf("results is %s, not an array", tokenKind(t)))
-			}
-			sawResults = true
-			for dec.More() {
-				var r changeRow
-				if err := dec.Decode(&r); err != nil {
-					return readErr(err)
-				}
-				ch, ok := r.repChange()
-				if !ok {
-					return bad(errors.New("a row without an id or revs"))
-				}
-				if err := f.add(ch); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return readErr(err)
-			}
-		case "last_seq":
-			if err := dec.Decode(&lastSeq); err != nil {
-				return readErr(err)
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return readErr(err)
+			r.pos = ve
+			if err := f.add(ch); err != nil {
+				return err
 			}
 		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return readErr(err)
 	}
 	// an answer without results would read as "nothing changed": the job
 	// would finish, or checkpoint, past changes it never saw
 	if !sawResults {
 		return bad(errors.New("no results"))
 	}
-	last := string(lastSeq)
+	last := lastSeq
 	if !hasSeq(last) {
 		last = f.since
 		if n := len(f.rows); n > 0 && hasSeq(f.rows[n-1].Seq) {
@@ -201,22 +249,158 @@ func (e *HTTPEndpoint) feedOnce(ctx context.Context, q ChangesQuery, f *feedPage
 	return f.flush(last, true)
 }
 
-// tokenKind names a JSON token's kind for an error.
-func tokenKind(t json.Token) string {
-	switch t := t.(type) {
-	case json.Delim:
-		if t == '[' {
-			return "an array"
+// parseChangeRow reads one row of a feed with couchdoc's walker; a row it
+// does not take goes to encoding/json, which takes it or says what is
+// wrong.
+func parseChangeRow(b []byte) (*pb.RepChange, error) {
+	ch := &pb.RepChange{}
+	end := couchdoc.ObjectAt(b, 0, func(k []byte, vs int) int {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return -1 // an escaped key: encoding/json decodes it
 		}
-		return "an object"
-	case string:
-		return "a string"
-	case float64, json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
+		switch string(k) {
+		case `"changes"`:
+			return couchdoc.ArrayAt(b, vs, func(es int) int {
+				return couchdoc.ObjectAt(b, es, func(k []byte, vs int) int {
+					if bytes.IndexByte(k, '\\') >= 0 {
+						return -1
+					}
+					ve := couchdoc.SkipValue(b, vs)
+					if string(k) == `"rev"` && ve > 0 {
+						rev, ok := jsonString(b[vs:ve])
+						if !ok {
+							return -1
+						}
+						ch.Revs = append(ch.Revs, rev)
+					}
+					return ve
+				})
+			})
+		}
+		ve := couchdoc.SkipValue(b, vs)
+		if ve < 0 {
+			return -1
+		}
+		v := b[vs:ve]
+		switch string(k) {
+		case `"seq"`:
+			ch.Seq = string(v)
+		case `"id"`:
+			id, ok := jsonString(v)
+			if !ok {
+				return -1
+			}
+			ch.Id = id
+		case `"deleted"`:
+			switch string(v) {
+			case "true":
+				ch.Deleted = true
+			case "false", "null":
+			default:
+				return -1
+			}
+		}
+		return ve
+	})
+	if end < 0 {
+		var r changeRow
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, err
+		}
+		ch, ok := r.repChange()
+		if !ok {
+			return nil, errors.New("a row without an id or revs")
+		}
+		return ch, nil
 	}
-	return "null"
+	if ch.Id == "" || len(ch.Revs) == 0 {
+		return nil, errors.New("a row without an id or revs")
+	}
+	return ch, nil
+}
+
+// feedReader holds the part of a feed being parsed: values are read
+// whole into buf (which grows for a big one) and walked there.
+type feedReader struct {
+	r   io.Reader
+	buf []byte
+	pos int   // what is parsed ends here
+	eof bool  // the body is all read
+	err error // how the read failed (nil: a clean end)
+}
+
+// more reads more of the body, keeping buf[pos:]; false at the end.
+func (f *feedReader) more() bool {
+	if f.eof {
+		return false
+	}
+	if f.pos > 0 {
+		f.buf = f.buf[:copy(f.buf, f.buf[f.pos:])]
+		f.pos = 0
+	}
+	if cap(f.buf)-len(f.buf) < 16<<10 {
+		f.buf = append(f.buf, make([]byte, cap(f.buf))...)[:len(f.buf)]
+	}
+	n, err := f.r.Read(f.buf[len(f.buf):cap(f.buf)])
+	f.buf = f.buf[:len(f.buf)+n]
+	if err != nil {
+		f.eof = true
+		if err != io.EOF {
+			f.err = err
+		}
+	}
+	return true
+}
+
+// next returns the next byte that is not white space and moves past it.
+func (f *feedReader) next() (byte, bool) {
+	for {
+		for f.pos < len(f.buf) {
+			c := f.buf[f.pos]
+			f.pos++
+			if c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+				return c, true
+			}
+		}
+		if !f.more() {
+			return 0, false
+		}
+	}
+}
+
+// value returns the span in buf of the whole JSON value at pos (after
+// white space), reading as much as it takes; pos is not moved. A value is
+// whole when something follows it, or the body ended.
+func (f *feedReader) value() (int, int, bool) {
+	for {
+		i := f.pos
+		for i < len(f.buf) && (f.buf[i] == ' ' || f.buf[i] == '\n' || f.buf[i] == '\r' || f.buf[i] == '\t') {
+			i++
+		}
+		if i < len(f.buf) {
+			if ve := couchdoc.SkipValue(f.buf, i); ve >= 0 && (ve < len(f.buf) || f.eof) {
+				return i, ve, true
+			}
+		}
+		if !f.more() {
+			return 0, 0, false
+		}
+	}
+}
+
+// valueKind names the kind of the JSON value that starts with c.
+func valueKind(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // changesRequest is the method, query and body of a _changes request.

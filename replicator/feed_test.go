@@ -2,6 +2,7 @@ package replicator_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -129,5 +130,93 @@ func TestFeedBadAnswer(t *testing.T) {
 		if len(s.feeds) != 1 {
 			t.Fatalf("%s: %d feed requests, want 1", tc.body, len(s.feeds))
 		}
+	}
+}
+
+// BenchmarkFeed reads a feed of 100,000 rows as settee writes them.
+func BenchmarkFeed(b *testing.B) {
+	var body []byte
+	body = append(body, `{"results":[`...)
+	for i := 1; i <= 100000; i++ {
+		if i > 1 {
+			body = append(body, ",\n"...)
+		}
+		body = fmt.Appendf(body, `{"seq":"%d-g1AAAAFbeJzLYWBg4MhgTmHQTs5ILQ","id":"doc%08d","changes":[{"rev":"1-967a00dff5e02add41819138abb3284d"}]}`, i, i)
+	}
+	body = append(body, "\n],\n\"last_seq\":\"100000\",\"pending\":0}\n"...)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("limit") == "0" {
+			_, _ = w.Write([]byte(`{"results":[],"last_seq":"0","pending":100000}`))
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	defer ts.Close()
+	e := replicator.NewHTTPEndpoint(&replicator.Spec{URL: ts.URL + "/db"})
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		n := 0
+		if err := e.Feed(context.Background(), replicator.ChangesQuery{}, 2000, func(p *replicator.ChangesPage) error { n += len(p.Rows); return nil }); err != nil || n != 100000 {
+			b.Fatal(err, n)
+		}
+	}
+}
+
+// A feed read a few bytes at a time, with numbers for seqs (CouchDB 1.x),
+// escapes, white space, a row bigger than the read buffer and members the
+// replicator does not know, gives the rows encoding/json reads.
+func TestFeedParsesWhatEncodingJSONDoes(t *testing.T) {
+	big := strings.Repeat("b", 200<<10)
+	body := "\n { \"results\" : [\n" +
+		`{"seq":1,"id":"a","changes":[{"rev":"1-x"}]}` + " ,\n" +
+		`{"changes":[{"rev":"2-y"},{"rev":"2-z","other":[1,{"x":"]"}]}],"id":"q\"\u00e9\\","seq":12345678901234,"deleted":true,"doc":{"a":"}"}}` + ",\n" +
+		`{"seq":13,"id":"` + big + `","changes":[{"rev":"1-big"}],"deleted":false}` + ",\n" +
+		`{"\u0073eq":14,"id":"esc","changes":[{"rev":"1-e"}]}` + "\n" +
+		"] , \"last_seq\" : 14 , \"pending\" : 0 }\n"
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("limit") == "0" {
+			_, _ = w.Write([]byte(`{"results":[],"last_seq":0,"pending":4}`))
+			return
+		}
+		for i, n := 0, 1; i < len(body); i, n = i+n, n%7+1 {
+			_, _ = w.Write([]byte(body[i:min(i+n, len(body))]))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer ts.Close()
+	e := replicator.NewHTTPEndpoint(&replicator.Spec{URL: ts.URL + "/db"})
+	var got []string
+	last := ""
+	err := e.Feed(context.Background(), replicator.ChangesQuery{}, 2, func(p *replicator.ChangesPage) error {
+		for _, r := range p.Rows {
+			got = append(got, fmt.Sprintf("%s %q %v %v", r.Seq, r.Id, r.Revs, r.Deleted))
+		}
+		last = p.LastSeq
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Results []struct {
+			Seq     json.RawMessage
+			ID      string
+			Changes []struct{ Rev string }
+			Deleted bool
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range v.Results {
+		var revs []string
+		for _, c := range r.Changes {
+			revs = append(revs, c.Rev)
+		}
+		want = append(want, fmt.Sprintf("%s %q %v %v", r.Seq, r.ID, revs, r.Deleted))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || last != "14" {
+		t.Fatalf("rows\n%.300s\nwant\n%.300s\nlast %s", strings.Join(got, "\n"), strings.Join(want, "\n"), last)
 	}
 }

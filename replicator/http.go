@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -312,19 +313,85 @@ func (e *HTTPEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPag
 }
 
 func (e *HTTPEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error) {
-	body, err := json.Marshal(revs)
-	if err != nil {
-		return nil, err
+	body := make([]byte, 0, 64*len(revs)+2)
+	body = append(body, '{')
+	for id, rs := range revs {
+		if len(body) > 1 {
+			body = append(body, ',')
+		}
+		body = docjson.AppendString(body, id)
+		body = append(body, ":["...)
+		for j, r := range rs {
+			if j > 0 {
+				body = append(body, ',')
+			}
+			body = docjson.AppendString(body, r)
+		}
+		body = append(body, ']')
 	}
+	body = append(body, '}')
 	b, err := e.do(ctx, http.MethodPost, "/_revs_diff", nil, body)
 	if err != nil {
 		return nil, err
 	}
+	if out, ok := parseRevsDiff(b); ok {
+		return out, nil
+	}
+	// what the walker did not take, encoding/json takes or explains
 	out := map[string]RevDiff{}
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("%s: bad _revs_diff answer: %w", e.name, jsonProblem(err))
 	}
 	return out, nil
+}
+
+// parseRevsDiff reads a _revs_diff answer with couchdoc's walker (a
+// tenth of encoding/json's cost); false when it is not of the plain form.
+func parseRevsDiff(b []byte) (map[string]RevDiff, bool) {
+	out := map[string]RevDiff{}
+	ok := couchdoc.WalkObject(b, 0, func(key []byte, vs, _ int) bool {
+		id, ok := jsonString(key)
+		if !ok {
+			return false
+		}
+		var d RevDiff
+		ok = couchdoc.WalkObject(b, vs, func(k []byte, vs, _ int) bool {
+			if bytes.IndexByte(k, '\\') >= 0 {
+				return false // an escaped key: encoding/json decodes it
+			}
+			switch string(k) {
+			case `"missing"`:
+				return stringList(b, vs, &d.Missing)
+			case `"possible_ancestors"`:
+				return stringList(b, vs, &d.Ancestors)
+			}
+			return true
+		})
+		out[id] = d
+		return ok
+	})
+	return out, ok
+}
+
+// stringList appends the strings of the JSON array at b[i] to l.
+func stringList(b []byte, i int, l *[]string) bool {
+	return couchdoc.WalkArray(b, i, func(vs, ve int) bool {
+		s, ok := jsonString(b[vs:ve])
+		*l = append(*l, s)
+		return ok
+	})
+}
+
+// jsonString decodes a JSON string token.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 type bulkGetJSON struct {
@@ -411,40 +478,62 @@ func (e *HTTPEndpoint) bulkGet(ctx context.Context, items []FetchItem, emit func
 }
 
 // splitBulkGet passes on the docs of a _bulk_get answer as slices of it
-// (no copy). It walks the answer with couchdoc's walker: encoding/json
-// scanned megabytes of base64 a byte at a time and was most of the
-// fetch's cost (replicator/DESIGN.md, measurements).
+// (no copy). It reads the answer with couchdoc's walker in one pass, each
+// doc scanned once to find its end: encoding/json scanned megabytes of
+// base64 a byte at a time and was most of the fetch's cost
+// (replicator/DESIGN.md, measurements).
 func (e *HTTPEndpoint) splitBulkGet(b []byte, items []FetchItem, emit func(string, []byte)) error {
 	type result struct {
 		id   string
-		docs [][2]int
+		docs []revResult
+		bad  bool // a doc that is neither a doc nor an error
 	}
 	var results []result
 	sawResults := false
-	ok := couchdoc.WalkObject(b, 0, func(key []byte, vs, _ int) bool {
+	end := couchdoc.ObjectAt(b, 0, func(key []byte, vs int) int {
 		if string(key) != `"results"` {
-			return true
+			return couchdoc.SkipValue(b, vs)
 		}
 		sawResults = true
-		return couchdoc.WalkArray(b, vs, func(rs, _ int) bool {
+		return couchdoc.ArrayAt(b, vs, func(rs int) int {
 			var r result
-			ok := couchdoc.WalkObject(b, rs, func(k []byte, vs, ve int) bool {
-				switch string(k) {
-				case `"id"`:
-					return json.Unmarshal(b[vs:ve], &r.id) == nil
-				case `"docs"`:
-					return couchdoc.WalkArray(b, vs, func(ds, de int) bool {
-						r.docs = append(r.docs, [2]int{ds, de})
-						return true
-					})
+			re := couchdoc.ObjectAt(b, rs, func(k []byte, vs int) int {
+				if string(k) != `"docs"` {
+					ve := couchdoc.SkipValue(b, vs)
+					if string(k) == `"id"` && (ve < 0 || json.Unmarshal(b[vs:ve], &r.id) != nil) {
+						return -1
+					}
+					return ve
 				}
-				return true
+				return couchdoc.ArrayAt(b, vs, func(ds int) int {
+					var rr revResult
+					de := couchdoc.ObjectAt(b, ds, func(k []byte, vs int) int {
+						ve := couchdoc.SkipValue(b, vs)
+						switch {
+						case ve < 0:
+						case string(k) == `"ok"`:
+							rr.OK = b[vs:ve:ve]
+						case string(k) == `"error"`:
+							if json.Unmarshal(b[vs:ve], &rr.Error) != nil {
+								return -1
+							}
+						}
+						return ve
+					})
+					if de < 0 {
+						// not an object: the result is wrong, not the answer
+						de = couchdoc.SkipValue(b, ds)
+						r.bad = true
+					}
+					r.docs = append(r.docs, rr)
+					return de
+				})
 			})
 			results = append(results, r)
-			return ok
+			return re
 		})
 	})
-	if !ok {
+	if end < 0 {
 		// the slow parser says what is wrong
 		var v bulkGetJSON
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -465,20 +554,11 @@ func (e *HTTPEndpoint) splitBulkGet(b []byte, items []FetchItem, emit func(strin
 		}
 	}
 	for _, r := range results {
-		for _, d := range r.docs {
-			var rr revResult
-			if !couchdoc.WalkObject(b, d[0], func(k []byte, vs, ve int) bool {
-				switch string(k) {
-				case `"ok"`:
-					rr.OK = b[vs:ve:ve]
-				case `"error"`:
-					return json.Unmarshal(b[vs:ve], &rr.Error) == nil
-				}
-				return true
-			}) {
-				return fmt.Errorf("%s: bad _bulk_get answer: a result for %s that is neither a doc nor an error", e.name, r.id)
-			}
-			if err := e.emitRev("_bulk_get", r.id, &rr, emit); err != nil {
+		if r.bad {
+			return fmt.Errorf("%s: bad _bulk_get answer: a result for %s that is neither a doc nor an error", e.name, r.id)
+		}
+		for i := range r.docs {
+			if err := e.emitRev("_bulk_get", r.id, &r.docs[i], emit); err != nil {
 				return err
 			}
 		}
@@ -632,21 +712,35 @@ func (e *HTTPEndpoint) putMultipart(ctx context.Context, fd *couchdoc.FollowsDoc
 	return 0, err
 }
 
+var (
+	bulkDocsHead = []byte(`{"new_edits":false,"docs":[`)
+	bulkDocsTail = []byte("]}")
+	comma        = []byte(",")
+)
+
 func (e *HTTPEndpoint) bulkDocs(ctx context.Context, docs [][]byte) (int, error) {
-	n := 32
-	for _, d := range docs {
-		n += len(d) + 1
-	}
-	body := make([]byte, 0, n)
-	body = append(body, `{"new_edits":false,"docs":[`...)
+	// the body is sent from the docs where they are (slices of the
+	// _bulk_get answers), not copied into one buffer first
+	n := int64(len(bulkDocsHead) + len(bulkDocsTail))
 	for i, d := range docs {
+		n += int64(len(d))
 		if i > 0 {
-			body = append(body, ',')
+			n++
 		}
-		body = append(body, d...)
 	}
-	body = append(body, "]}"...)
-	b, err := e.do(ctx, http.MethodPost, "/_bulk_docs", nil, body)
+	body := &body{ctype: "application/json", n: n, open: func() io.Reader {
+		bufs := make(net.Buffers, 0, 2*len(docs)+1)
+		bufs = append(bufs, bulkDocsHead)
+		for i, d := range docs {
+			if i > 0 {
+				bufs = append(bufs, comma)
+			}
+			bufs = append(bufs, d)
+		}
+		bufs = append(bufs, bulkDocsTail)
+		return &bufs
+	}}
+	b, err := e.doBody(ctx, http.MethodPost, "/_bulk_docs", nil, body)
 	if err != nil {
 		return 0, err
 	}
