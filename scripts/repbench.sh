@@ -45,6 +45,14 @@ while kill -0 "$cli" 2>/dev/null; do
 			curl -s -o "$PROFILE/target.cpu" "http://127.0.0.1:$((P + 0))/debug/pprof/profile?seconds=${PROFILE_SECS:-5}" &
 			curl -s -o "$PROFILE/source.cpu" "http://127.0.0.1:$((P + 1))/debug/pprof/profile?seconds=${PROFILE_SECS:-5}" &
 		fi
+		if [ -n "${ALLOCS:-}" ]; then # ALLOCS=dir: the target's allocation profile when the replication ends
+			mkdir -p "$ALLOCS"
+			curl -s -o "$ALLOCS/target.allocs.0" "http://127.0.0.1:$((P + 0))/debug/pprof/allocs"
+		fi
+		if [ -n "${TRACE:-}" ]; then # TRACE=dir: 3 s execution trace of the target, 1 s into the replication
+			mkdir -p "$TRACE"
+			(sleep 1; curl -s -o "$TRACE/target.trace" "http://127.0.0.1:$((P + 0))/debug/pprof/trace?seconds=3") &
+		fi
 		if [ -n "${HEAP:-}" ]; then # HEAP=dir: the target's heap profile and memstats every second of the replication
 			mkdir -p "$HEAP"
 			(for k in $(seq 30); do sleep 1; curl -sf -o "$HEAP/target.heap.$k" "http://127.0.0.1:$((P + 0))/debug/pprof/heap?debug=1" || break
@@ -54,6 +62,7 @@ while kill -0 "$cli" 2>/dev/null; do
 	if [ "$phase" = bench ] && grep -q '^wall=' "$dir/out"; then
 		s1=$(cpu "$src") t1=$(cpu "$tgt") c1=$(cpu "$cli") i1=$(idle)
 		hwm1=$(awk '/VmHWM/{print $2/1024 " MB"}' "/proc/$tgt/status")
+		[ -n "${ALLOCS:-}" ] && curl -s -o "$ALLOCS/target.allocs.1" "http://127.0.0.1:$((P + 0))/debug/pprof/allocs"
 		phase=done
 	fi
 	sleep 0.05
@@ -67,5 +76,6 @@ if [ "$phase" = done ]; then
 		printf "cpu during replication: source %.2fs target %.2fs client %.2fs; machine idle %.2fs\n",
 			a[1]-a[2], b[1]-b[2], d[1]-d[2], e[1]-e[2] }'
 fi
+echo "major page faults: source $(awk '{print $12}' "/proc/$src/stat") target $(awk '{print $12}' "/proc/$tgt/stat")"
 echo "target VmHWM: $hwm (${hwm1:-?} when the replication completed; the rest is the cleanup)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
