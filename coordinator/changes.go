@@ -17,6 +17,11 @@ type ChangesQuery struct {
 	IncludeDocs bool
 	// Filter, when set, drops rows; dropped rows still advance the sequence.
 	Filter func(*pb.FullDocInfo) bool
+	// SeqInterval, when above 1, gives only every SeqInterval-th row
+	// emitted its Seq (the others ""): encoding a sequence for every row is
+	// most of a feed's cost to a replicator, which needs one per batch
+	// (CouchDB's seq_interval). Ignored when Descending.
+	SeqInterval int
 }
 
 // ChangeRow is one row of a changes feed.
@@ -148,7 +153,10 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if q.Filter != nil && !q.Filter(row.Info) {
 			continue
 		}
-		cr := &ChangeRow{Seq: EncodeSeq(ranges, seqsAt(nodes, seqVec)), Info: row.Info, Json: row.Json, Atts: row.Atts}
+		cr := &ChangeRow{Info: row.Info, Json: row.Json, Atts: row.Atts}
+		if q.SeqInterval <= 1 || q.Descending || (sent+1)%q.SeqInterval == 0 {
+			cr.Seq = EncodeSeq(ranges, seqsAt(nodes, seqVec))
+		}
 		if err := emit(cr); err != nil {
 			return "", err
 		}

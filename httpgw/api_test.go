@@ -312,9 +312,19 @@ func TestChangesSeqInterval(t *testing.T) {
 	if len(raw.Results) != 10 || raw.LastSeq == "" {
 		t.Fatalf("got %d rows, last_seq %q", len(raw.Results), raw.LastSeq)
 	}
+	var all struct {
+		Results []struct {
+			Seq string `json:"seq"`
+		} `json:"results"`
+	}
+	mustCall(t, s, 200, "GET", "/si/_changes", nil, &all)
 	for i, r := range raw.Results {
 		if want := (i+1)%3 == 0; (r.Seq != nil) != want {
 			t.Errorf("row %d: seq %v, want present=%v", i, r.Seq, want)
+		}
+		// the seqs shown are those of the same rows without seq_interval
+		if r.Seq != nil && *r.Seq != all.Results[i].Seq {
+			t.Errorf("row %d: seq %s, without seq_interval %s", i, *r.Seq, all.Results[i].Seq)
 		}
 	}
 }

@@ -261,6 +261,11 @@ func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWri
 // last seq and the pending count.
 func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.ChangesQuery, w *rowWriter, style string) (int, string, uint64, error) {
 	n, consumed := 0, 0
+	if !c.descending && style != "eventsource" {
+		// the coordinator encodes only the sequences that are shown (an
+		// event's id is its seq, always)
+		q.SeqInterval = c.seqInterval
+	}
 	base := q.Filter
 	q.Filter = func(i *pb.FullDocInfo) bool {
 		consumed++

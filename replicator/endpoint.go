@@ -26,6 +26,9 @@ type ChangesQuery struct {
 	// change (longpoll) before answering an empty page.
 	Wait    bool
 	Timeout int // milliseconds
+	// SeqInterval (Feed): the source may give only every SeqInterval-th
+	// row a seq (seq_interval), sparing it the encoding of the others.
+	SeqInterval int
 }
 
 // ChangesPage is one page of changes.

@@ -413,6 +413,9 @@ func (e *HTTPEndpoint) changesRequest(q ChangesQuery) (string, url.Values, []byt
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
+	if q.SeqInterval > 1 {
+		v.Set("seq_interval", strconv.Itoa(q.SeqInterval))
+	}
 	if q.Wait {
 		v.Set("feed", "longpoll")
 		v.Set("timeout", strconv.Itoa(max(q.Timeout, 1)))

@@ -228,11 +228,14 @@ func (j *jobActor) onPage(ctx actor.Context, p *pb.RepChangesPage) {
 		n := min(size, len(rows))
 		b := &pb.RepChangeBatch{Ordinal: j.nextOrd, Changes: rows[:n], LastSeq: rows[n-1].Seq}
 		rows = rows[n:]
-		if len(rows) == 0 && p.LastSeq != "" {
+		switch {
+		case len(rows) == 0 && hasSeq(p.LastSeq):
 			b.LastSeq = p.LastSeq
-		}
-		if b.LastSeq == "" || b.LastSeq == "null" {
-			b.LastSeq = p.LastSeq
+		case !hasSeq(b.LastSeq):
+			// its last row has no seq (seq_interval): the batch moves no
+			// checkpoint; the next batch with a seq does, once every batch
+			// before it is written
+			b.LastSeq = ""
 		}
 		j.batchSeq[j.nextOrd] = b.LastSeq
 		j.nextOrd++

@@ -114,7 +114,7 @@ func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPa
 // feed and hands them on in pages while it reads.
 func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page func(*ChangesPage) error) error {
 	since := seqParam(q.Since)
-	cq := coordinator.ChangesQuery{Since: since, Limit: -1}
+	cq := coordinator.ChangesQuery{Since: since, Limit: -1, SeqInterval: q.SeqInterval}
 	if q.DocIDs != nil {
 		ids := make(map[string]bool, len(q.DocIDs))
 		for _, id := range q.DocIDs {
@@ -127,7 +127,10 @@ func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page
 		f.pending = n
 	}
 	last, err := e.c.Changes(ctx, e.db, cq, func(r *coordinator.ChangeRow) error {
-		ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted, Seq: strconv.Quote(r.Seq)}
+		ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted}
+		if r.Seq != "" {
+			ch.Seq = strconv.Quote(r.Seq)
+		}
 		for _, l := range revtree.Leaves(r.Info) {
 			ch.Revs = append(ch.Revs, l.Rev.String())
 		}

@@ -88,7 +88,9 @@ func (r *reader) readFeed(ctx actor.Context) {
 		ch := make(chan feedItem, 1)
 		r.feed = ch
 		src, size := r.cfg.source, r.limit
-		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs}
+		// a seq per batch is all the job needs (batches are cut from pages
+		// of whole batches, so each ends on a row with a seq)
+		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs, SeqInterval: r.cfg.rep.WorkerBatchSize}
 		go func() {
 			send := func(it feedItem) error {
 				select {
