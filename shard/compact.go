@@ -61,9 +61,8 @@ const (
 	compactPageBytes   = 64 << 10
 )
 
-// compactNice is the nice value of a compactor's thread (lowPriority): the
-// CPU it spends reading pages and in badger's value-log GC goes to request
-// handling first.
+// compactNice is the nice value of a compactor's walk (lowPriority): the
+// CPU it spends reading and computing pages goes to request handling first.
 const compactNice = 10
 
 // compactMaxWait is how long a compaction batch yields to user writes
@@ -157,7 +156,7 @@ type compactor struct {
 	log       *slog.Logger
 }
 
-func (c *compactor) run() (err error) {
+func (c *compactor) run() error {
 	var task *tasks.Task
 	if c.tasks != nil {
 		task = c.tasks.Start("database_compaction", map[string]any{
@@ -166,27 +165,52 @@ func (c *compactor) run() (err error) {
 		})
 		defer task.Done()
 	}
+	// The walk runs at low priority (lowPriority), the reclaim does not:
+	// badger's value-log GC holds locks that writes need (and unmaps
+	// files, which stops the process's page faults), and a thread that
+	// the scheduler keeps waiting while it holds them makes writes wait.
+	var ticket uint64
+	walked := make(chan error, 1)
+	go func() {
+		lowPriority() // for good: this goroutine ends here
+		var err error
+		ticket, err = c.walk(task)
+		walked <- err
+	}()
+	if err := <-walked; err != nil {
+		return err
+	}
+	if task != nil {
+		task.Update(map[string]any{"progress": 100, "phase": "reclaim"})
+	}
+	if c.disk != nil {
+		if err := c.disk.reclaimAfter(ticket); err != nil {
+			return fmt.Errorf("reclaim: %w", err)
+		}
+	}
+	return nil
+}
+
+// walk is the document copy: it walks the by-seq index and commits the
+// compacted docs through the actor, holding the node's copy slot, and
+// returns a reclaim ticket taken before it gave the slot up.
+func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 	// one shard of the node copies at a time: their batches would share
 	// badger's one write queue and double what a user write waits for
 	if !c.disk.acquireCopy() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
-	copying := true
-	defer func() {
-		if copying {
-			c.disk.releaseCopy()
-		}
-	}()
+	defer c.disk.releaseCopy()
 	start := time.Now()
 	if !c.disk.acquire() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	total := c.st.countChanges(0).N
 	candidates, err := c.st.attDigests()
 	end := c.st.lastSeq()
 	c.disk.release()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if task != nil {
 		task.Update(map[string]any{"total_changes": total})
@@ -212,10 +236,10 @@ func (c *compactor) run() (err error) {
 			ops, next, n, err := c.page(last, end, candidates, marked)
 			if err != nil {
 				_ = wait()
-				return err
+				return 0, err
 			}
 			if err := wait(); err != nil {
-				return err
+				return 0, err
 			}
 			if n == 0 {
 				break
@@ -231,10 +255,10 @@ func (c *compactor) run() (err error) {
 			}
 		}
 		if err := wait(); err != nil {
-			return err
+			return 0, err
 		}
 		if !c.disk.acquire() {
-			return ErrClosed
+			return 0, ErrClosed
 		}
 		e := c.st.lastSeq()
 		c.disk.release()
@@ -251,24 +275,14 @@ func (c *compactor) run() (err error) {
 		}
 	}
 	if err := c.send(&compactBatch{sweep: sweep, final: true}); err != nil {
-		return err
+		return 0, err
 	}
 	var ticket uint64
 	if c.disk != nil {
 		ticket = c.disk.reclaimTicket()
 	}
-	c.disk.releaseCopy()
-	copying = false
-	if task != nil {
-		task.Update(map[string]any{"progress": 100, "phase": "reclaim"})
-	}
 	c.log.Info("shard compacted", "shard", c.name, "docs", done, "took", time.Since(start).Round(time.Millisecond))
-	if c.disk != nil {
-		if err := c.disk.reclaimAfter(ticket); err != nil {
-			return fmt.Errorf("reclaim: %w", err)
-		}
-	}
-	return nil
+	return ticket, nil
 }
 
 // send hands a batch to the actor and waits for its commit.
@@ -502,7 +516,6 @@ func (a *Actor) startCompaction(ctx actor.Context) {
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
-		lowPriority() // for good: this goroutine ends here
 		err := c.run()
 		root.Send(self, compactEnded{err: err})
 	}()
