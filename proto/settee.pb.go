@@ -3028,6 +3028,8 @@ func (x *RepChangesPage) GetError() *Error {
 	return nil
 }
 
+// RepAck is also what a worker tells its job when it can take another
+// batch (it has sent the flush of its last one).
 type RepAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
