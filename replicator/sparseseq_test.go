@@ -42,8 +42,12 @@ func TestSparseSeqsCheckpoint(t *testing.T) {
 		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 		return nil
 	}
-	fp.pb.set(&fault{kind: status, code: 500, body: `{"error":"unknown_error","reason":"down"}`, match: "POST _bulk_docs", after: 9})
-	must(t, fp.b, "PUT", "/_replicator/sparse", fp.repDoc(map[string]any{"worker_processes": 3, "worker_batch_size": 5}), 201)
+	// 15 batches go through first, with a checkpoint every 10 ms: some
+	// checkpoint is written before the target fails, however slow the
+	// machine (with none the test would have nothing to check)
+	fp.pb.set(&fault{kind: status, code: 500, body: `{"error":"unknown_error","reason":"down"}`, match: "POST _bulk_docs", after: 15})
+	must(t, fp.b, "PUT", "/_replicator/sparse", fp.repDoc(map[string]any{"worker_processes": 3, "worker_batch_size": 5,
+		"checkpoint_interval": 10}), 201)
 	crashing(t, fp.b, "sparse", "500", 1)
 
 	ck := checkpoint(t, fp.b, "tgt")
