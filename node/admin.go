@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/shard"
 )
 
 func loadOrCreate(db *badger.DB, key []byte, mk func() ([]byte, error)) ([]byte, error) {
@@ -94,5 +95,5 @@ func (n *Node) put(key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return n.db.Update(func(txn *badger.Txn) error { return txn.Set(key, b) })
+	return shard.Update(n.db, func(txn *badger.Txn) error { return txn.Set(key, b) })
 }

@@ -291,7 +291,7 @@ func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 	}
 	var drop []uint32
 	var fresh []*pb.ShardRef
-	err := c.db.Update(func(txn *badger.Txn) error {
+	err := shard.Update(c.db, func(txn *badger.Txn) error {
 		if cur != nil && !cur.Deleted {
 			for _, s := range cur.Shards {
 				if s.Node == c.node {
@@ -391,7 +391,7 @@ func (c *catalog) dropHandle(h uint32) error {
 	if err := shard.DropPrefix(c.db, shard.Prefix(h)); err != nil {
 		return fmt.Errorf("node: drop shard %d: %w", h, err)
 	}
-	if err := c.db.Update(func(txn *badger.Txn) error { return txn.Delete(keyDropping(h)) }); err != nil {
+	if err := shard.Update(c.db, func(txn *badger.Txn) error { return txn.Delete(keyDropping(h)) }); err != nil {
 		return fmt.Errorf("node: drop shard %d: %w", h, err)
 	}
 	return nil
