@@ -203,14 +203,22 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 }
 
 func bulkGetError(id, rev, code, reason string) []byte {
-	b := append([]byte(`{"error":{"id":`), docjson.AppendString(nil, id)...)
+	b := appendRevError([]byte(`{"error":`), id, rev, code, reason)
+	return append(b, '}')
+}
+
+// appendRevError appends _bulk_get's error object for one rev:
+// {"id","rev","error","reason"}.
+func appendRevError(b []byte, id, rev, code, reason string) []byte {
+	b = append(b, `{"id":`...)
+	b = docjson.AppendString(b, id)
 	b = append(b, `,"rev":`...)
 	b = docjson.AppendString(b, rev)
 	b = append(b, `,"error":`...)
 	b = docjson.AppendString(b, code)
 	b = append(b, `,"reason":`...)
 	b = docjson.AppendString(b, reason)
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 // bulkGetResult is one item of _bulk_get: the revs read, or the item's

@@ -223,15 +223,7 @@ func (g *Gateway) writeBulkGetMultipart(rq *req, mt string, results []*bulkGetRe
 	w := rq.w
 	errPart := func(id, rev, code, reason string) error {
 		b := []byte("\r\n--" + outer + "\r\nContent-Type: application/json; error=\"true\"\r\n\r\n")
-		b = append(b, `{"id":`...)
-		b = docjson.AppendString(b, id)
-		b = append(b, `,"rev":`...)
-		b = docjson.AppendString(b, rev)
-		b = append(b, `,"error":`...)
-		b = docjson.AppendString(b, code)
-		b = append(b, `,"reason":`...)
-		b = docjson.AppendString(b, reason)
-		_, err := w.Write(append(b, '}'))
+		_, err := w.Write(appendRevError(b, id, rev, code, reason))
 		return err
 	}
 	for _, res := range results {

@@ -39,19 +39,25 @@ func (l *lossy) Receive(ctx actor.Context) {
 	}
 }
 
-// A cast lost on the way to the peer is noticed before the checkpoint
-// passes it: the push fails, and the next one sends the page again.
-func TestLostCastIsSentAgain(t *testing.T) {
+// setup opens a badger in a temporary dir and an actor system, both
+// closed with the test, and a logger that drops everything.
+func setup(t *testing.T) (*badger.DB, *actor.ActorSystem, *slog.Logger) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return db, sys, quiet
+}
+
+// A cast lost on the way to the peer is noticed before the checkpoint
+// passes it: the push fails, and the next one sends the page again.
+func TestLostCastIsSentAgain(t *testing.T) {
+	db, sys, quiet := setup(t)
 	local := sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: 1, Name: "local", Logger: quiet}))
 	peer := sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: 2, Name: "peer", Logger: quiet}))
 	drop := &atomic.Int32{}
@@ -95,16 +101,7 @@ func TestLostCastIsSentAgain(t *testing.T) {
 // removed and re-added) has nothing: the checkpoint towards the old copy
 // must not make the push skip what the old copy had.
 func TestRemadePeerCopyGetsEverything(t *testing.T) {
-	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}))
-	t.Cleanup(sys.Shutdown)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, sys, quiet := setup(t)
 	// copies made as the catalog makes them: meta with a copy id
 	spawn := func(h uint32, copyID string) *actor.PID {
 		mb, _ := proto.Marshal(&pb.ShardMeta{RevsLimit: shard.DefaultRevsLimit, CopyId: copyID})

@@ -95,8 +95,6 @@ func TestClusterUsersDatabase(t *testing.T) {
 	if got := sessionName(t, c, 0, "bob", "bob-pw"); got != "bob" {
 		t.Fatal("with two of three nodes down, bob cannot log in on the last one")
 	}
-	c.Restart(1)
-	c.Restart(2)
 }
 
 // _replicator is the cluster's: each doc's job runs on exactly one node,
@@ -197,5 +195,4 @@ func TestClusterReplicatorDatabase(t *testing.T) {
 		}
 		return nil
 	})
-	c.Restart(2)
 }
