@@ -114,3 +114,24 @@ func TestReadNewerCopyAndRepair(t *testing.T) {
 		t.Fatalf("read with r=3: %v %v", r, err)
 	}
 }
+
+// r=1 answers from this node's copy alone: a newer revision on the other
+// copies is neither seen nor repaired (what a client asks for with ?r=1).
+func TestReadQuorumOne(t *testing.T) {
+	c, sys, p := setup(t)
+	ctx := context.Background()
+	write(t, sys, p, `{"v":1}`, &pb.Revisions{Start: 1, Ids: []string{"aaaa"}}, "n0", "n1", "n2")
+	write(t, sys, p, `{"v":2}`, &pb.Revisions{Start: 2, Ids: []string{"bbbb", "aaaa"}}, "n1", "n2")
+	r, err := c.GetDocR(ctx, "db", &pb.GetDoc{Id: "x"}, 1)
+	if err != nil || r.Info.Winner != "1-aaaa" {
+		t.Fatalf("read with r=1: %v %v, want this node's 1-aaaa", r, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if w := winner(t, sys, p, "n0"); w != "1-aaaa" {
+		t.Fatalf("n0 changed by an r=1 read: %s", w)
+	}
+	r, err = c.GetDocR(ctx, "db", &pb.GetDoc{Id: "x"}, 2)
+	if err != nil || r.Info.Winner != "2-bbbb" {
+		t.Fatalf("read with r=2: %v %v, want 2-bbbb", r, err)
+	}
+}

@@ -494,3 +494,25 @@ func TestNodeStatsSystemVersions(t *testing.T) {
 	}
 	mustCall(t, s, 404, "GET", "/_node/nobody@nowhere/_stats", nil, nil)
 }
+
+// ?r= is a doc read's quorum: any positive count is taken (capped by the
+// copies there are), anything else is a 400.
+func TestReadQuorumParam(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/rq", nil, nil)
+	mustCall(t, s, 201, "PUT", "/rq/d", `{"v":1}`, nil)
+	for _, q := range []string{"r=1", "r=3", "r=1&open_revs=all"} {
+		resp := s.Do(t, "GET", "/rq/d?"+q, "")
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET ?%s: %d", q, resp.StatusCode)
+		}
+	}
+	for _, q := range []string{"r=x", "r=-1", "r=x&open_revs=all"} {
+		var e struct{ Error, Reason string }
+		mustCall(t, s, 400, "GET", "/rq/d?"+q, nil, &e)
+		if e.Error != "query_parse_error" {
+			t.Errorf("GET ?%s: error %q", q, e.Error)
+		}
+	}
+}

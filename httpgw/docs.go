@@ -78,9 +78,15 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
+	// r: copies that must answer (CouchDB's read quorum; 0 is the
+	// database's default, n/2+1)
+	quorum, err := intParam(rq, "r", 0)
+	if err != nil {
+		return err
+	}
 	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
-		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o)
+		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o, quorum)
 	}
 	if rev := rq.q.Get("rev"); rev != "" {
 		if _, err := revtree.ParseRev(rev); err != nil {
@@ -88,7 +94,7 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		}
 		m.Revs = []string{rev}
 	}
-	r, err := g.c.GetDoc(rq.ctx, db, m)
+	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
 	if err != nil {
 		return err
 	}
@@ -117,7 +123,7 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	return g.writeJSON(rq, 200, append(buf, '\n'))
 }
 
-func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options) error {
+func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options, quorum int) error {
 	mixed := accepts(rq, "multipart/mixed", false)
 	if spec == "all" {
 		m.OpenRevsAll = true
@@ -142,7 +148,7 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 			return g.writeOpenRevsMixed(rq, m.Id, nil, nil, nil, *o)
 		}
 	}
-	r, err := g.c.GetDoc(rq.ctx, db, m)
+	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
 	if err != nil {
 		return err
 	}
