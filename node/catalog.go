@@ -53,6 +53,7 @@ type catalog struct {
 	disk  *shard.Disk
 	tasks *tasks.Registry
 	obs   shard.Observer
+	reads *shard.ReadPool
 
 	mu sync.RWMutex // guards dbs and pids; never held across a request
 	// dbs holds every record this node knows, tombstones included: a
@@ -66,8 +67,8 @@ type catalog struct {
 	createMu sync.Mutex
 }
 
-func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *shard.Disk, reg *tasks.Registry, obs shard.Observer) (*catalog, error) {
-	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg, obs: obs,
+func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *shard.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool) (*catalog, error) {
+	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg, obs: obs, reads: reads,
 		dbs: map[string]*pb.DbRecord{}, pids: map[uint32]*actor.PID{}}
 	var dropping []uint32
 	err := db.View(func(txn *badger.Txn) error {
@@ -132,7 +133,7 @@ func actorName(rec *pb.DbRecord, s *pb.ShardRef) string {
 
 func (c *catalog) spawn(rec *pb.DbRecord, s *pb.ShardRef) error {
 	props := shard.Props(shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
-		Disk: c.disk, Tasks: c.tasks, Observer: c.obs})
+		Disk: c.disk, Tasks: c.tasks, Observer: c.obs, Reads: c.reads})
 	pid, err := c.sys.Root.SpawnNamed(props, actorName(rec, s))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ type Node struct {
 	log   *slog.Logger
 	db    *badger.DB
 	trim  *fileTrimmer // keeps the value log out of RSS (memtrim_linux.go)
+	reads *shard.ReadPool
 	sys   *actor.ActorSystem
 	cat   *catalog
 	coord *coordinator.Coordinator
@@ -90,6 +92,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			n.sys.Shutdown()
 		}
 		n.trim.Close()
+		if n.reads != nil {
+			n.reads.Close()
+		}
 		_ = n.db.Close()
 		return nil, err
 	}
@@ -109,7 +114,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return log.With("src", "actor")
 	}))
-	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics); err != nil {
+	// enough workers for the reads a busy node has in flight; more get
+	// goroutines of their own
+	n.reads = shard.NewReadPool(max(8, 4*runtime.GOMAXPROCS(0)))
+	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics, n.reads); err != nil {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
@@ -189,6 +197,7 @@ func (n *Node) Close(ctx context.Context) error {
 		n.smoosh.Stop()
 		n.cat.stopAll()
 		n.sys.Shutdown()
+		n.reads.Close()
 		n.disk.Close()
 		n.trim.Close()
 		if err := n.db.Close(); err != nil {

@@ -27,6 +27,8 @@ type Config struct {
 	Tasks *tasks.Registry
 	// Observer hears of commits and reads (the node's metrics); nil: none.
 	Observer Observer
+	// Reads runs the shard's reads (nil: a goroutine each).
+	Reads *ReadPool
 }
 
 // Props returns the props of a shard actor.
@@ -219,11 +221,11 @@ func (a *Actor) async(ctx actor.Context, f func() proto.Message) {
 		return
 	}
 	root := ctx.ActorSystem().Root
-	go func() {
+	a.cfg.Reads.Go(func() {
 		r := f()
 		a.read(r)
 		root.Send(sender, r)
-	}()
+	})
 }
 
 // maybeCommit starts the next group commit unless one is in flight. The
