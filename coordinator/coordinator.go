@@ -207,42 +207,23 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	// first copy sends the body; the others send the doc's rev tree, which
 	// is all the comparison needs (a body crosses nodes only when another
 	// copy is newer)
-	answers := make(chan docAnswer, len(cps))
-	to := actors.Timeout(ctx)
 	plain := len(m.Revs) == 0 && !m.OpenRevsAll
+	// replies arrive on one channel: no future, timer or goroutine per copy
+	g := actors.NewGather(c.root, len(cps))
+	defer g.Close()
+	infoOnly := make([]bool, len(cps))
 	asked := 0
-	ask := func(cp *pb.ShardRef) {
-		infoOnly := plain && asked > 0
+	ask := func(i int) {
+		infoOnly[i] = plain && asked > 0
 		asked++
-		if infoOnly {
-			f := c.root.RequestFuture(c.pl.PID(cp), &pb.GetDocInfos{Ids: []string{m.Id}}, to)
-			go func() {
-				reply, err := actors.Await[*pb.DocInfosReply](ctx, f)
-				a := docAnswer{ref: cp, err: err, infoOnly: true}
-				if err == nil && reply.Error != nil {
-					a.err = reply.Error
-				}
-				if a.err == nil {
-					a.reply = &pb.DocReply{}
-					if len(reply.Infos) == 1 && reply.Infos[0] != nil && len(reply.Infos[0].Nodes) > 0 {
-						a.reply.Info = reply.Infos[0]
-					}
-				}
-				answers <- a
-			}()
+		if infoOnly[i] {
+			g.Request(i, c.pl.PID(cps[i]), &pb.GetDocInfos{Ids: []string{m.Id}})
 			return
 		}
-		f := c.root.RequestFuture(c.pl.PID(cp), m, to)
-		go func() {
-			reply, err := actors.Await[*pb.DocReply](ctx, f)
-			if err == nil && reply.Error != nil {
-				err = reply.Error
-			}
-			answers <- docAnswer{ref: cp, reply: reply, err: err}
-		}()
+		g.Request(i, c.pl.PID(cps[i]), m)
 	}
-	for _, cp := range cps[:r] {
-		ask(cp)
+	for i := range r {
+		ask(i)
 	}
 	next, waiting := r, r
 	var got []docAnswer
@@ -251,16 +232,30 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	// past a short wait the remaining copies are asked too
 	hedge := time.NewTimer(hedgeAfter)
 	defer hedge.Stop()
+	deadline := time.NewTimer(actors.Timeout(ctx))
+	defer deadline.Stop()
+wait:
 	for waiting > 0 && len(got) < r {
 		var a docAnswer
 		select {
-		case a = <-answers:
+		case ans := <-g.C():
+			a = docAnswerOf(cps[ans.Tag], infoOnly[ans.Tag], ans)
 		case <-hedge.C:
 			for ; next < len(cps); next++ {
-				ask(cps[next])
+				ask(next)
 				waiting++
 			}
 			continue
+		case <-deadline.C:
+			if firstErr == nil {
+				firstErr = context.DeadlineExceeded
+			}
+			break wait
+		case <-ctx.Done():
+			if firstErr == nil {
+				firstErr = ctx.Err()
+			}
+			break wait
 		}
 		waiting--
 		if a.err != nil {
@@ -268,7 +263,7 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 				firstErr = a.err
 			}
 			if next < len(cps) {
-				ask(cps[next])
+				ask(next)
 				next++
 				waiting++
 			}
@@ -334,6 +329,40 @@ func newerInfo(a, b *pb.FullDocInfo) bool {
 // hedgeAfter is how long a read waits on the copies it asked before it
 // asks the others as well.
 const hedgeAfter = 250 * time.Millisecond
+
+// docAnswerOf turns a copy's reply into a docAnswer: a rev tree alone
+// when the copy was asked for its tree (infoOnly), else the doc.
+func docAnswerOf(ref *pb.ShardRef, infoOnly bool, ans actors.Answer) docAnswer {
+	a := docAnswer{ref: ref, infoOnly: infoOnly, err: ans.Err}
+	if a.err != nil {
+		return a
+	}
+	if !infoOnly {
+		reply, ok := ans.Msg.(*pb.DocReply)
+		switch {
+		case !ok:
+			a.err = fmt.Errorf("coordinator: unexpected reply %T", ans.Msg)
+		case reply.Error != nil:
+			a.err = reply.Error
+		default:
+			a.reply = reply
+		}
+		return a
+	}
+	reply, ok := ans.Msg.(*pb.DocInfosReply)
+	switch {
+	case !ok:
+		a.err = fmt.Errorf("coordinator: unexpected reply %T", ans.Msg)
+	case reply.Error != nil:
+		a.err = reply.Error
+	default:
+		a.reply = &pb.DocReply{}
+		if len(reply.Infos) == 1 && reply.Infos[0] != nil && len(reply.Infos[0].Nodes) > 0 {
+			a.reply.Info = reply.Infos[0]
+		}
+	}
+	return a
+}
 
 type docAnswer struct {
 	ref   *pb.ShardRef
