@@ -212,17 +212,16 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	g := actors.NewGather(c.root, len(cps))
 	defer g.Close()
 	infoOnly := make([]bool, len(cps))
-	asked := 0
 	ask := func(i int) {
-		infoOnly[i] = plain && asked > 0
-		asked++
+		infoOnly[i] = plain && i > 0
 		if infoOnly[i] {
 			g.Request(i, c.pl.PID(cps[i]), &pb.GetDocInfos{Ids: []string{m.Id}})
 			return
 		}
 		g.Request(i, c.pl.PID(cps[i]), m)
 	}
-	for i := range r {
+	// the other nodes' copies first: their round trip is the longer wait
+	for i := r - 1; i >= 0; i-- {
 		ask(i)
 	}
 	next, waiting := r, r
