@@ -1,9 +1,13 @@
 package node
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -32,31 +36,101 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rb.Shutdown(false)
-	body := []byte(`{"data":"` + strings.Repeat("x", 14500) + `"}`)
-	if _, err := sysB.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+	if err := spawnEcho(sysB); err != nil {
+		b.Fatal(err)
+	}
+	roundTrips(b, sysA, actor.NewPID(addrB, "echo"))
+}
+
+// echoDoc is a medium doc's body (14.5 KB, as settee bench's medium docs).
+var echoDoc = []byte(`{"data":"` + strings.Repeat("x", 14500) + `"}`)
+
+// spawnEcho starts the actor the round-trip benchmarks talk to: it
+// answers a Ping with a Pong and a GetDoc with a medium doc.
+func spawnEcho(sys *actor.ActorSystem) error {
+	_, err := sys.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *pb.Ping:
 			c.Respond(&pb.Pong{From: m.From})
 		case *pb.GetDoc:
-			c.Respond(&pb.DocReply{Bodies: []*pb.RevBody{{Rev: "1-abc", Json: body}}})
+			c.Respond(&pb.DocReply{Bodies: []*pb.RevBody{{Rev: "1-abc", Json: echoDoc}}})
 		}
-	}), "echo"); err != nil {
-		b.Fatal(err)
-	}
-	pid := actor.NewPID(addrB, "echo")
+	}), "echo")
+	return err
+}
+
+func roundTrips(b *testing.B, sys *actor.ActorSystem, pid *actor.PID) {
 	ctx := context.Background()
 	b.Run("small", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := actors.Ask[*pb.Pong](ctx, sysA.Root, pid, &pb.Ping{From: "a"}); err != nil {
+			if _, err := actors.Ask[*pb.Pong](ctx, sys.Root, pid, &pb.Ping{From: "a"}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("doc-14.5KB", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := actors.Ask[*pb.DocReply](ctx, sysA.Root, pid, &pb.GetDoc{Id: "x"}); err != nil {
+			if _, err := actors.Ask[*pb.DocReply](ctx, sys.Root, pid, &pb.GetDoc{Id: "x"}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// BenchmarkRemoteRoundTripProcess is BenchmarkRemoteRoundTrip with the
+// answering node in another process, as in a cluster of node processes on
+// one machine: each round trip wakes threads of two processes, which the
+// in-process benchmark does not pay.
+//
+//	go test -run '^$' -bench RemoteRoundTripProcess ./node/
+func BenchmarkRemoteRoundTripProcess(b *testing.B) {
+	quiet := func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestEchoNodeProcess$")
+	cmd.Env = append(os.Environ(), "SETTEE_ECHO_NODE=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var addr string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "echo-node "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		b.Fatal("the echo node printed no address")
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(quiet))
+	r, _, err := startRemote(sys, "127.0.0.1:0", "", "bench-secret")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Shutdown(false)
+	roundTrips(b, sys, actor.NewPID(addr, "echo"))
+}
+
+// TestEchoNodeProcess is BenchmarkRemoteRoundTripProcess's other node; it
+// runs only in the process the benchmark starts, until killed.
+func TestEchoNodeProcess(t *testing.T) {
+	if os.Getenv("SETTEE_ECHO_NODE") == "" {
+		t.Skip("the other process of BenchmarkRemoteRoundTripProcess")
+	}
+	quiet := func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(quiet))
+	_, addr, err := startRemote(sys, "127.0.0.1:0", "", "bench-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spawnEcho(sys); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("echo-node " + addr)
+	select {}
 }
