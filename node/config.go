@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/settee/settee/replicator"
 )
 
 // Config is everything a node needs; cmd/settee binds flags and SETTEE_*
@@ -36,6 +38,11 @@ type Config struct {
 	// ReplicatorRetryBase is the first retry delay of a crashed
 	// replication job, doubling with each further crash (0: 2 s).
 	ReplicatorRetryBase time.Duration
+	// ReplicatorConnectionTimeout is CouchDB's [replicator]
+	// connection_timeout: how long a replication's HTTP peer may send
+	// nothing while a request waits on it, for replications that do not
+	// set connection_timeout (0: 30 s).
+	ReplicatorConnectionTimeout time.Duration
 }
 
 // Default returns a single-node configuration.
@@ -50,6 +57,8 @@ func Default() Config {
 		MemoryMB:        256,
 		MaxDocumentSize: 8000000,
 		MaxRequestSize:  4 << 30,
+
+		ReplicatorConnectionTimeout: replicator.DefaultConnectionTimeout,
 	}
 }
 
@@ -76,6 +85,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDocumentSize <= 0 || c.MaxRequestSize <= 0 {
 		errs = append(errs, errors.New("size limits must be positive"))
+	}
+	if c.ReplicatorConnectionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("replicator connection timeout must not be negative, got %v", c.ReplicatorConnectionTimeout))
 	}
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)

@@ -91,6 +91,7 @@ func TestConfigValidate(t *testing.T) {
 		{"admin without password", func(c *node.Config) { c.Admin = "admin" }, false},
 		{"admin with empty user", func(c *node.Config) { c.Admin = ":pw" }, false},
 		{"tiny memory", func(c *node.Config) { c.MemoryMB = 1 }, false},
+		{"negative replicator connection timeout", func(c *node.Config) { c.ReplicatorConnectionTimeout = -1 }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

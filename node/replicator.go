@@ -41,15 +41,16 @@ func (n *Node) startReplicator() {
 		owner = n.replicationOwner
 	}
 	n.rep = replicator.Start(replicator.Config{
-		System:     n.sys,
-		Coord:      n.coord,
-		ServerUUID: serverUUID,
-		NodeName:   n.cfg.Name,
-		Tasks:      n.tasks,
-		Log:        n.log.With("src", "replicator"),
-		Create:     n.createForReplicator,
-		Owner:      owner,
-		RetryBase:  n.cfg.ReplicatorRetryBase,
+		System:            n.sys,
+		Coord:             n.coord,
+		ServerUUID:        serverUUID,
+		NodeName:          n.cfg.Name,
+		Tasks:             n.tasks,
+		Log:               n.log.With("src", "replicator"),
+		Create:            n.createForReplicator,
+		Owner:             owner,
+		RetryBase:         n.cfg.ReplicatorRetryBase,
+		ConnectionTimeout: n.cfg.ReplicatorConnectionTimeout,
 	})
 	if n.cl != nil {
 		props := actor.PropsFromFunc(func(ctx actor.Context) {

@@ -125,12 +125,10 @@ func (j *jobActor) checkpoint(ctx actor.Context, final bool) error {
 	if err != nil {
 		return err
 	}
-	c, cancel := context.WithTimeout(j.cfg.ctx, 60*time.Second)
-	defer cancel()
-	if err := j.cfg.source.PutLocal(c, j.cfg.baseID, b); err != nil {
+	if err := putLocal(j.cfg.ctx, j.cfg.source, j.cfg.baseID, b); err != nil {
 		return fmt.Errorf("source checkpoint: %w", err)
 	}
-	if err := j.cfg.target.PutLocal(c, j.cfg.baseID, b); err != nil {
+	if err := putLocal(j.cfg.ctx, j.cfg.target, j.cfg.baseID, b); err != nil {
 		return fmt.Errorf("target checkpoint: %w", err)
 	}
 	j.history = hist
@@ -140,4 +138,20 @@ func (j *jobActor) checkpoint(ctx actor.Context, final bool) error {
 		j.cfg.report(JobEvent{Kind: "progress", Stats: j.statsCopy(), Seq: j.lastCkpt})
 	}
 	return nil
+}
+
+// putLocal writes a checkpoint doc within a bound, as the job actor waits
+// for it. An HTTP endpoint's requests time out on their own after
+// connection_timeout of silence and are retried per retries_per_request:
+// the bound leaves room for all of them, so that a silent peer fails with
+// the timeout that says why (a fixed minute cut the retries of a long
+// connection_timeout short, and failed as a bare deadline).
+func putLocal(ctx context.Context, e Endpoint, id string, body []byte) error {
+	bound := time.Minute
+	if h, ok := e.(*HTTPEndpoint); ok && h.Timeout > 0 {
+		bound = max(bound, time.Duration(h.Retries+1)*(h.Timeout+maxBackoff))
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	return e.PutLocal(ctx, id, body)
 }

@@ -33,6 +33,10 @@ const (
 	status                // answer the fault's status and body
 	dropBefore            // close the connection without forwarding
 	dropAfter             // forward, let the peer do the work, close before answering
+	silent                // take the request, answer nothing
+	silentAfter           // forward, let the peer do the work, answer nothing
+	stall                 // forward, send the headers and the first cut of the body, then nothing
+	trickle               // forward, send the headers and the body in pieces, pausing before each
 )
 
 type fault struct {
@@ -42,6 +46,11 @@ type fault struct {
 	code  int
 	after int       // the first `after` matching requests go through
 	then  faultKind // what the hits after the first faulty one get (0: the same)
+	cut   float64   // stall: the part of the body sent
+	// trickle: the pieces of the body, and the pause before the headers
+	// and each piece
+	pieces int
+	pause  time.Duration
 }
 
 // proxy is a reverse proxy in front of a settee server.
@@ -56,16 +65,32 @@ type proxy struct {
 	hit    int            // requests the fault matched
 	docsIn int            // docs in _bulk_docs bodies answered 201 to the client
 	puts   int            // multipart PUTs answered 201 to the client
+	// changesQ are the queries of the _changes requests, in order.
+	changesQ []url.Values
+	// quit ends the handlers that hold a request unanswered, so the
+	// server can close even when the client never gives up.
+	quit chan struct{}
 }
 
 func newProxy(t *testing.T, s *testserver.Server) *proxy {
 	t.Helper()
 	u, _ := url.Parse(s.URL)
-	p := &proxy{t: t, rp: httputil.NewSingleHostReverseProxy(u), seen: map[string]int{}}
+	p := &proxy{t: t, rp: httputil.NewSingleHostReverseProxy(u), seen: map[string]int{}, quit: make(chan struct{})}
 	p.rp.ErrorLog = log.New(io.Discard, "", 0)
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.Close)
+	t.Cleanup(func() {
+		close(p.quit)
+		p.Close()
+	})
 	return p
+}
+
+// hold keeps a request unanswered until the client goes away.
+func (p *proxy) hold(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-p.quit:
+	}
 }
 
 // key names a request by method and what it asks for, without the db:
@@ -97,6 +122,9 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	k := key(r)
 	p.mu.Lock()
 	p.seen[k]++
+	if k == "GET _changes" {
+		p.changesQ = append(p.changesQ, r.URL.Query())
+	}
 	f := p.fault
 	act := passThrough
 	if f != nil && (f.match == "*" || f.match == k) {
@@ -126,6 +154,42 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		p.rp.ServeHTTP(rec, r)
 		p.hang(w)
+		return
+	case silent:
+		_, _ = io.Copy(io.Discard, r.Body)
+		p.hold(r)
+		return
+	case silentAfter:
+		p.rp.ServeHTTP(httptest.NewRecorder(), r)
+		p.hold(r)
+		return
+	case stall:
+		rec := httptest.NewRecorder()
+		p.rp.ServeHTTP(rec, r)
+		for h, v := range rec.Header() {
+			w.Header()[h] = v
+		}
+		w.WriteHeader(rec.Code)
+		b := rec.Body.Bytes()
+		_, _ = w.Write(b[:int(float64(len(b))*f.cut)])
+		w.(http.Flusher).Flush()
+		p.hold(r)
+		return
+	case trickle:
+		rec := httptest.NewRecorder()
+		p.rp.ServeHTTP(rec, r)
+		time.Sleep(f.pause)
+		for h, v := range rec.Header() {
+			w.Header()[h] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.(http.Flusher).Flush()
+		b := rec.Body.Bytes()
+		for i := range f.pieces {
+			time.Sleep(f.pause)
+			_, _ = w.Write(b[len(b)*i/f.pieces : len(b)*(i+1)/f.pieces])
+			w.(http.Flusher).Flush()
+		}
 		return
 	}
 	if k == "POST _bulk_docs" || k == "PUT doc" {
@@ -239,9 +303,9 @@ type faultPair struct {
 	pa, pb *proxy
 }
 
-func newFaultPair(t *testing.T, ndocs int) *faultPair {
+func newFaultPair(t *testing.T, ndocs int, opts ...testserver.Option) *faultPair {
 	t.Helper()
-	fp := &faultPair{a: testserver.Start(t), b: testserver.Start(t, fastRetry)}
+	fp := &faultPair{a: testserver.Start(t), b: testserver.Start(t, append([]testserver.Option{fastRetry}, opts...)...)}
 	fp.pa, fp.pb = newProxy(t, fp.a), newProxy(t, fp.b)
 	must(t, fp.a, "PUT", "/src", nil, 201)
 	loadDocs(t, fp.a, "src", 0, ndocs, "")

@@ -92,9 +92,9 @@ func (e *HTTPEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page 
 		if err == nil || ctx.Err() != nil || errors.As(err, &bad) {
 			return err
 		}
-		var he *HTTPError
-		if errors.As(err, &he) {
-			return err // open retried it already
+		var no *notOpened
+		if errors.As(err, &no) {
+			return no.err // open retried it already
 		}
 		if f.since != before {
 			delay, fails = e.Backoff, 0
@@ -109,9 +109,16 @@ func (e *HTTPEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page 
 			return ctx.Err()
 		case <-t.C:
 		}
-		delay = min(delay*2, 10*time.Second)
+		delay = min(delay*2, maxBackoff)
 	}
 }
+
+// notOpened is a feed whose request failed before any answer came:
+// request retried it already, as often as the endpoint retries a request.
+type notOpened struct{ err error }
+
+func (n *notOpened) Error() string { return n.err.Error() }
+func (n *notOpened) Unwrap() error { return n.err }
 
 func (e *HTTPEndpoint) feedOnce(ctx context.Context, q ChangesQuery, f *feedPager) error {
 	q.Since, q.Limit, q.Wait = f.since, 0, false
@@ -119,7 +126,7 @@ func (e *HTTPEndpoint) feedOnce(ctx context.Context, q ChangesQuery, f *feedPage
 	method, v, body := e.changesRequest(q)
 	resp, err := e.open(ctx, method, "/_changes", v, jsonBody(body))
 	if err != nil {
-		return err
+		return &notOpened{err}
 	}
 	defer resp.Body.Close()
 	bad := func(err error) error {

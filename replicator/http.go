@@ -43,9 +43,14 @@ type HTTPEndpoint struct {
 	headers http.Header
 	client  *http.Client
 	// Retries and Backoff bound how hard a request is retried on network
-	// errors and 5xx answers before the job sees the error.
+	// errors (timeouts included) and 5xx answers before the job sees the
+	// error.
 	Retries int
 	Backoff time.Duration
+	// Timeout is how long the peer may send nothing while a request waits
+	// on it (CouchDB's connection_timeout, an inactivity timeout: a long
+	// answer that keeps coming is never cut); 0: no limit.
+	Timeout time.Duration
 
 	// MultipartMin is the attachment data (decoded bytes) from which a
 	// doc is written as its own multipart/related PUT new_edits=false
@@ -57,6 +62,13 @@ type HTTPEndpoint struct {
 	noBulkGet   bool
 	noMultipart bool // the peer refused a multipart PUT: JSON from then on
 }
+
+// DefaultConnectionTimeout is connection_timeout when neither the
+// replication nor the node sets one (CouchDB's default, 30 s).
+const DefaultConnectionTimeout = 30 * time.Second
+
+// maxBackoff caps the doubling delay between retries of a request.
+const maxBackoff = 10 * time.Second
 
 // DefaultMultipartMin is new endpoints' MultipartMin: below it one
 // _bulk_docs for many docs costs less than a request per doc (see the
@@ -77,7 +89,7 @@ func NewHTTPEndpoint(s *Spec) *HTTPEndpoint {
 	return &HTTPEndpoint{
 		base: strings.TrimSuffix(s.URL, "/"), name: s.Redacted(), headers: h,
 		client:  &http.Client{Transport: transport},
-		Retries: 4, Backoff: 200 * time.Millisecond, MultipartMin: DefaultMultipartMin,
+		Retries: 4, Backoff: 200 * time.Millisecond, Timeout: DefaultConnectionTimeout, MultipartMin: DefaultMultipartMin,
 		localRevs: map[string]string{},
 	}
 }
@@ -95,6 +107,137 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string {
 	return fmt.Sprintf("%s: %d %s: %s", e.URL, e.Status, e.Code, e.Reason)
+}
+
+// TimeoutError is a request whose peer sent nothing for the endpoint's
+// Timeout: no headers, or no more of the body, while it was awaited.
+type TimeoutError struct {
+	URL   string // redacted
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("timeout: no answer from %s for %v", e.URL, e.After)
+}
+
+// Timeout tells it apart as net.Error's timeouts are.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// watchdog fails a request whose peer is silent for d. It runs while the
+// request waits on the peer (dialling, sending the body, waiting for the
+// headers, inside a Read of the answer) and is paused while the caller
+// holds the answer unread, as a feed does under backpressure: that
+// silence is ours, not the peer's. nil: no limit.
+type watchdog struct {
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	err    *TimeoutError
+
+	mu      sync.Mutex
+	t       *time.Timer
+	headers bool // the answer's headers came: sending no longer counts
+}
+
+// watch starts a watchdog over a request to be made with the returned
+// context; done releases it.
+func (e *HTTPEndpoint) watch(ctx context.Context, where string) (context.Context, *watchdog) {
+	if e.Timeout <= 0 {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &watchdog{d: e.Timeout, ctx: ctx, cancel: cancel, err: &TimeoutError{URL: where, After: e.Timeout}}
+	w.t = time.AfterFunc(w.d, func() { cancel(w.err) })
+	return ctx, w
+}
+
+// sent: the transport took more of the request body, so the peer reads.
+func (w *watchdog) sent() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	if !w.headers {
+		w.t.Reset(w.d)
+	}
+	w.mu.Unlock()
+}
+
+// answered: the headers came (or the request failed); the body's reads
+// arm the watchdog from now on.
+func (w *watchdog) answered() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.headers = true
+	w.t.Stop()
+	w.mu.Unlock()
+}
+
+// reading and idle bracket a Read of the answer (one reader at a time).
+func (w *watchdog) reading() {
+	if w != nil {
+		w.t.Reset(w.d)
+	}
+}
+
+func (w *watchdog) idle() {
+	if w != nil {
+		w.t.Stop()
+	}
+}
+
+func (w *watchdog) done() {
+	if w != nil {
+		w.t.Stop()
+		w.cancel(nil)
+	}
+}
+
+// explain turns the error of a request the watchdog cancelled into the
+// timeout it was.
+func (w *watchdog) explain(err error) error {
+	if w != nil && errors.Is(context.Cause(w.ctx), w.err) {
+		return w.err
+	}
+	return err
+}
+
+// sending is a request body whose reads show the peer is taking it.
+type sending struct {
+	r  io.Reader
+	wd *watchdog
+}
+
+func (s *sending) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 {
+		s.wd.sent()
+	}
+	return n, err
+}
+
+// receiving is an answer's body read under the watchdog.
+type receiving struct {
+	rc io.ReadCloser
+	wd *watchdog
+}
+
+func (r *receiving) Read(p []byte) (int, error) {
+	r.wd.reading()
+	n, err := r.rc.Read(p)
+	r.wd.idle()
+	if err != nil && err != io.EOF {
+		err = r.wd.explain(err)
+	}
+	return n, err
+}
+
+func (r *receiving) Close() error {
+	err := r.rc.Close()
+	r.wd.done()
+	return err
 }
 
 // body is a request body that can be sent again on a retry.
@@ -135,9 +278,10 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
+	where := strings.TrimSuffix(e.name, "/") + path
 	delay := e.Backoff
 	for attempt := 0; ; attempt++ {
-		resp, b, status, err := e.once(ctx, method, u, body, stream)
+		resp, b, status, err := e.once(ctx, method, u, where, body, stream)
 		retry := err != nil || status >= 500 || status == 429
 		if err == nil && status < 300 {
 			return resp, b, nil
@@ -146,7 +290,10 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 			return nil, nil, ctx.Err()
 		}
 		if !retry || attempt >= e.Retries {
-			where := strings.TrimSuffix(e.name, "/") + path
+			var te *TimeoutError
+			if errors.As(err, &te) {
+				return nil, nil, err // it names the request
+			}
 			if err != nil {
 				var ue *url.Error
 				if errors.As(err, &ue) {
@@ -171,32 +318,42 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 			return nil, nil, ctx.Err()
 		case <-t.C:
 		}
-		delay = min(delay*2, 10*time.Second)
+		delay = min(delay*2, maxBackoff)
 	}
 }
 
 // once sends a request and reads the answer, or with stream set returns a
-// 2xx answer unread.
-func (e *HTTPEndpoint) once(ctx context.Context, method, u string, body *body, stream bool) (*http.Response, []byte, int, error) {
-	var r io.Reader
-	if body != nil {
-		r = body.open()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, r)
+// 2xx answer unread (its body keeps the watchdog until closed).
+func (e *HTTPEndpoint) once(ctx context.Context, method, u, where string, body *body, stream bool) (*http.Response, []byte, int, error) {
+	ctx, wd := e.watch(ctx, where)
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
+		wd.done()
 		return nil, nil, 0, err
 	}
 	for k, v := range e.headers {
 		req.Header[k] = v
 	}
 	if body != nil {
-		req.ContentLength = body.n
+		if body.n > 0 {
+			// GetBody also lets the transport send it again on a
+			// connection that turned out dead
+			req.GetBody = func() (io.ReadCloser, error) {
+				return io.NopCloser(&sending{r: body.open(), wd: wd}), nil
+			}
+			req.Body, _ = req.GetBody()
+			req.ContentLength = body.n
+		}
 		req.Header.Set("Content-Type", body.ctype)
 	}
 	resp, err := e.client.Do(req)
+	wd.answered()
 	if err != nil {
+		err = wd.explain(err)
+		wd.done()
 		return nil, nil, 0, err
 	}
+	resp.Body = &receiving{rc: resp.Body, wd: wd}
 	if stream && resp.StatusCode < 300 {
 		return resp, nil, resp.StatusCode, nil
 	}

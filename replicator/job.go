@@ -33,8 +33,11 @@ type jobConfig struct {
 	repID, baseID  string
 	docID          string // _replicator doc id, "" for POST /_replicate
 	source, target Endpoint
-	tasks          *tasks.Registry
-	log            *slog.Logger
+	// connTimeout is the job's connection_timeout (the replication's, or
+	// the scheduler's default).
+	connTimeout time.Duration
+	tasks       *tasks.Registry
+	log         *slog.Logger
 	// report is called from the job actor's goroutine, in order.
 	report func(JobEvent)
 	ctx    context.Context

@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -58,7 +59,8 @@ func (r *reader) read(ctx actor.Context) {
 		return
 	}
 	c := r.cfg.ctx
-	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Wait: true, Timeout: 10000}
+	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Wait: true,
+		Timeout: int(longpollTimeout(r.cfg.connTimeout).Milliseconds())}
 	p, err := r.cfg.source.Changes(c, q)
 	if c.Err() != nil {
 		return
@@ -79,6 +81,18 @@ func (r *reader) read(ctx actor.Context) {
 	r.since = p.LastSeq
 	// nothing new: the job acks at once, the next read long-polls
 	ctx.Request(r.job, &pb.RepChangesPage{Changes: p.Rows, LastSeq: p.LastSeq, Pending: p.Pending})
+}
+
+// longpollTimeout is the timeout a caught-up job's longpoll asks the
+// source for: the source answers an empty page by then, so a healthy idle
+// source is never silent for connection_timeout. CouchDB's replicator asks
+// for max(1 s, connection_timeout/3); below 2 s of connection_timeout the
+// floor gives way to half of it, so the source still has time to answer.
+func longpollTimeout(connTimeout time.Duration) time.Duration {
+	if connTimeout <= 0 {
+		connTimeout = DefaultConnectionTimeout
+	}
+	return max(min(time.Second, connTimeout/2), connTimeout/3, time.Millisecond)
 }
 
 // readFeed hands on the next page of the feed, starting it if none runs.

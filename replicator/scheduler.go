@@ -43,6 +43,9 @@ type Config struct {
 	// longer counted as crashing in a row (CouchDB's health_threshold_sec,
 	// 120 s); one that crashes sooner keeps backing off.
 	HealthThreshold time.Duration
+	// ConnectionTimeout is connection_timeout for replications that do
+	// not set one (0: DefaultConnectionTimeout, CouchDB's 30 s).
+	ConnectionTimeout time.Duration
 	// Owner names the node that runs a _replicator doc's job (nil: this
 	// one). In a cluster every node sees every doc; each runs only those
 	// it owns, and takes over the docs of a node that goes down.
@@ -108,6 +111,9 @@ func Start(cfg Config) *Scheduler {
 	}
 	if cfg.HealthThreshold <= 0 {
 		cfg.HealthThreshold = 2 * time.Minute
+	}
+	if cfg.ConnectionTimeout <= 0 {
+		cfg.ConnectionTimeout = DefaultConnectionTimeout
 	}
 	s := &Scheduler{cfg: cfg, byID: map[string]*entry{}, byDoc: map[string]*entry{}, lastRotate: time.Now()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -350,7 +356,7 @@ func (s *Scheduler) owned(e *entry) bool {
 	return e.docID == "" || s.cfg.Owner == nil || s.cfg.Owner(e.docID) == s.cfg.NodeName
 }
 
-func (s *Scheduler) endpoint(sp *Spec, rep *Rep) Endpoint {
+func (s *Scheduler) endpoint(sp *Spec, rep *Rep, connTimeout time.Duration) Endpoint {
 	if sp.Local {
 		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create)
 	}
@@ -358,15 +364,25 @@ func (s *Scheduler) endpoint(sp *Spec, rep *Rep) Endpoint {
 	if rep.RetriesPerRequest >= 0 {
 		e.Retries = rep.RetriesPerRequest
 	}
+	e.Timeout = connTimeout
 	return e
+}
+
+// connTimeout is a replication's connection_timeout.
+func (s *Scheduler) connTimeout(rep *Rep) time.Duration {
+	if rep.ConnectionTimeout > 0 {
+		return rep.ConnectionTimeout
+	}
+	return s.cfg.ConnectionTimeout
 }
 
 func (s *Scheduler) startJob(e *entry) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	e.gen++
 	gen := e.gen
+	ct := s.connTimeout(e.rep)
 	cfg := &jobConfig{rep: e.rep, repID: e.repID, baseID: e.baseID, docID: e.docID,
-		source: s.endpoint(e.rep.Source, e.rep), target: s.endpoint(e.rep.Target, e.rep),
+		source: s.endpoint(e.rep.Source, e.rep, ct), target: s.endpoint(e.rep.Target, e.rep, ct), connTimeout: ct,
 		tasks: s.cfg.Tasks, log: s.cfg.Log, ctx: ctx, cancel: cancel}
 	cfg.report = func(ev JobEvent) { s.onEvent(e, gen, ev) }
 	e.stop = cancel

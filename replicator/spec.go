@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/settee/settee/mango"
 )
@@ -135,7 +138,33 @@ type Rep struct {
 	// retried (network errors, 5xx, 429) before the job crashes; -1: the
 	// endpoint's default.
 	RetriesPerRequest int
+	// ConnectionTimeout is how long an HTTP endpoint's peer may send
+	// nothing while a request waits on it (connection_timeout); 0: the
+	// scheduler's default.
+	ConnectionTimeout time.Duration
 	ID                string // "_replicator" doc id, or a POST /_replicate id
+}
+
+// maxConnectionTimeout caps connection_timeout: a day of silence is as
+// good as none, and milliseconds past it would overflow a Duration.
+const maxConnectionTimeout = 24 * time.Hour
+
+// parseConnectionTimeout reads connection_timeout: milliseconds, a
+// positive JSON integer or a string holding one (CouchDB takes both).
+func parseConnectionTimeout(raw json.RawMessage) (time.Duration, error) {
+	s := string(raw)
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		s = str
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		n, err = math.MaxInt64, nil
+	}
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("connection_timeout must be a positive integer (milliseconds), not %s", raw)
+	}
+	return time.Duration(min(n, maxConnectionTimeout.Milliseconds())) * time.Millisecond, nil
 }
 
 // ParseRep reads a replication request.
@@ -154,6 +183,7 @@ func ParseRep(b []byte) (*Rep, error) {
 		WorkerBatchSize    int             `json:"worker_batch_size"`
 		CheckpointInterval int             `json:"checkpoint_interval"`
 		RetriesPerRequest  *int            `json:"retries_per_request"`
+		ConnectionTimeout  json.RawMessage `json:"connection_timeout"`
 		ID                 string          `json:"replication_id"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -167,6 +197,13 @@ func ParseRep(b []byte) (*Rep, error) {
 			return nil, errors.New("retries_per_request must not be negative")
 		}
 		r.RetriesPerRequest = min(*v.RetriesPerRequest, 20)
+	}
+	if len(v.ConnectionTimeout) > 0 && string(v.ConnectionTimeout) != "null" {
+		d, err := parseConnectionTimeout(v.ConnectionTimeout)
+		if err != nil {
+			return nil, err
+		}
+		r.ConnectionTimeout = d
 	}
 	if r.Cancel && len(v.Source) == 0 && v.ID != "" {
 		return r, nil

@@ -60,6 +60,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.Cluster.Secret, "cluster-secret", envDefault("cluster-secret", ""), "shared secret of the cluster's nodes (SETTEE_CLUSTER_SECRET)")
 	join := fs.String("join", envDefault("join", ""), "HTTP addresses host:port[,...] of nodes to join at start-up (SETTEE_JOIN)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", envDuration("request-timeout", cfg.RequestTimeout), "bound on one request's work across shards and nodes; feeds and replications excepted (SETTEE_REQUEST_TIMEOUT)")
+	fs.DurationVar(&cfg.ReplicatorConnectionTimeout, "replicator-connection-timeout", envDuration("replicator-connection-timeout", cfg.ReplicatorConnectionTimeout), "how long a replication's HTTP peer may send nothing before the request fails and is retried (CouchDB's [replicator] connection_timeout); a replication's connection_timeout overrides it (SETTEE_REPLICATOR_CONNECTION_TIMEOUT)")
 	pprofAddr := fs.String("pprof", envDefault("pprof", ""), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (SETTEE_PPROF)")
 	logLevel := fs.String("log-level", envDefault("log-level", "info"), "debug, info, warn or error (SETTEE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
