@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
@@ -574,7 +575,14 @@ func (c *Coordinator) shardMetas(ctx context.Context, ranges []Range) ([]*pb.Sha
 }
 
 // SetMeta writes db-wide settings (security, revs_limit) to every copy.
+// The change is stamped with the time, so that a copy that misses it (its
+// node is down) gets it later from another copy (intrepl), and an older
+// change never undoes a newer one.
 func (c *Coordinator) SetMeta(ctx context.Context, db string, m *pb.SetMeta) error {
+	if m.Stamp == 0 {
+		m = proto.Clone(m).(*pb.SetMeta)
+		m.Stamp = time.Now().UnixNano()
+	}
 	_, err := askAll[*pb.MetaReply](ctx, c, db, m, "set meta")
 	return err
 }

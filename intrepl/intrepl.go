@@ -45,13 +45,13 @@ type Syncer struct {
 	stop   chan struct{}
 	done   chan struct{}
 	mu     sync.Mutex
-	synced map[string]uint64 // pair key -> local update_seq pushed
+	synced map[string]pushed // pair key -> the local copy's state last pushed
 }
 
 // New returns a syncer sweeping every d.
 func New(root *actor.RootContext, src Source, log *slog.Logger, d time.Duration) *Syncer {
 	return &Syncer{root: root, src: src, log: log, every: d, kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}), synced: map[string]uint64{}}
+		stop: make(chan struct{}), done: make(chan struct{}), synced: map[string]pushed{}}
 }
 
 // Start starts the loop.
@@ -119,10 +119,13 @@ func (s *Syncer) sweep() {
 			cancel()
 			continue
 		}
+		now := pushedOf(info.Meta)
 		s.mu.Lock()
-		done := s.synced[p.Key]
+		done, ok := s.synced[p.Key]
 		s.mu.Unlock()
-		if info.Meta.UpdateSeq == done {
+		// a pair never pushed is pushed once, even with nothing in it: the
+		// peer copy may lack the settings (a new copy)
+		if ok && done == now {
 			cancel()
 			continue
 		}
@@ -136,9 +139,20 @@ func (s *Syncer) sweep() {
 			s.log.Debug("internal replication pushed", "pair", p.Key, "revs", n)
 		}
 		s.mu.Lock()
-		s.synced[p.Key] = info.Meta.UpdateSeq
+		s.synced[p.Key] = now
 		s.mu.Unlock()
 	}
+}
+
+// pushed is what a pair's last push sent: the local copy's update_seq
+// and settings stamps.
+type pushed struct {
+	seq                 uint64
+	security, revsLimit int64
+}
+
+func pushedOf(m *pb.ShardMeta) pushed {
+	return pushed{seq: m.UpdateSeq, security: m.SecurityStamp, revsLimit: m.RevsLimitStamp}
 }
 
 // checkpoint is the _local doc a local copy keeps per peer: how far the
@@ -166,6 +180,9 @@ func Push(ctx context.Context, root *actor.RootContext, p Pair) (int, error) {
 	}
 	if peerCopy := info.GetMeta().GetCopyId(); cp.Copy != peerCopy {
 		cp = checkpoint{Copy: peerCopy}
+	}
+	if err := pushSettings(ctx, root, p, info.GetMeta()); err != nil {
+		return 0, err
 	}
 	written := 0
 	for {
@@ -195,6 +212,33 @@ func Push(ctx context.Context, root *actor.RootContext, p Pair) (int, error) {
 			return written, nil
 		}
 	}
+}
+
+// pushSettings gives the peer this copy's security object and revs_limit
+// where they were set later than the peer's (it missed the change).
+func pushSettings(ctx context.Context, root *actor.RootContext, p Pair, peer *pb.ShardMeta) error {
+	info, err := actors.Ask[*pb.ShardInfo](ctx, root, p.Local, &pb.GetShardInfo{})
+	if err != nil {
+		return fmt.Errorf("local info: %w", err)
+	}
+	local := info.GetMeta()
+	var sets []*pb.SetMeta
+	if local.GetSecurityStamp() > peer.GetSecurityStamp() && local.GetSecurity() != nil {
+		sets = append(sets, &pb.SetMeta{Security: local.Security, Stamp: local.SecurityStamp})
+	}
+	if local.GetRevsLimitStamp() > peer.GetRevsLimitStamp() && local.GetRevsLimit() > 0 {
+		sets = append(sets, &pb.SetMeta{RevsLimit: local.RevsLimit, Stamp: local.RevsLimitStamp})
+	}
+	for _, m := range sets {
+		r, err := actors.Ask[*pb.MetaReply](ctx, root, p.Peer, m)
+		if err != nil {
+			return fmt.Errorf("peer settings: %w", err)
+		}
+		if r.Error != nil {
+			return r.Error
+		}
+	}
+	return nil
 }
 
 // pushPage sends the missing revisions of one page of changes: one rev

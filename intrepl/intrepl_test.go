@@ -127,3 +127,45 @@ func TestRemadePeerCopyGetsEverything(t *testing.T) {
 		t.Fatalf("push to the remade copy: %d revs, %v; want all 10", n, err)
 	}
 }
+
+// A copy that missed a security or revs_limit change gets it from a copy
+// where it was set later; a later change on the peer is not undone.
+func TestSettingsReachACopyThatMissedThem(t *testing.T) {
+	db, sys, quiet := setup(t)
+	local := sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: 1, Name: "local", Logger: quiet}))
+	peer := sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: 2, Name: "peer", Logger: quiet}))
+	ctx := context.Background()
+	set := func(pid *actor.PID, m *pb.SetMeta) {
+		t.Helper()
+		if r, err := actors.Ask[*pb.MetaReply](ctx, sys.Root, pid, m); err != nil || r.Error != nil {
+			t.Fatalf("set meta: %v %v", err, r)
+		}
+	}
+	meta := func(pid *actor.PID) *pb.ShardMeta {
+		t.Helper()
+		info, err := actors.Ask[*pb.ShardInfo](ctx, sys.Root, pid, &pb.GetShardInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Meta
+	}
+	set(local, &pb.SetMeta{Security: []byte(`{"members":{"names":["a"]}}`), Stamp: 100})
+	set(local, &pb.SetMeta{RevsLimit: 7, Stamp: 100})
+	p := Pair{Key: "s", Local: local, Peer: peer, PeerNode: "peer"}
+	if _, err := Push(ctx, sys.Root, p); err != nil {
+		t.Fatal(err)
+	}
+	if m := meta(peer); string(m.Security) != `{"members":{"names":["a"]}}` || m.RevsLimit != 7 {
+		t.Fatalf("peer after push: security %s revs_limit %d", m.Security, m.RevsLimit)
+	}
+	// the peer changes security later; an older copy must not undo it,
+	// neither by a push nor by a late stamped set
+	set(peer, &pb.SetMeta{Security: []byte(`{"members":{"names":["b"]}}`), Stamp: 200})
+	if _, err := Push(ctx, sys.Root, p); err != nil {
+		t.Fatal(err)
+	}
+	set(peer, &pb.SetMeta{Security: []byte(`{"members":{"names":["old"]}}`), Stamp: 150})
+	if m := meta(peer); string(m.Security) != `{"members":{"names":["b"]}}` || m.RevsLimit != 7 {
+		t.Fatalf("peer after its own later change: security %s revs_limit %d", m.Security, m.RevsLimit)
+	}
+}

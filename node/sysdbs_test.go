@@ -7,12 +7,15 @@ package node_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/settee/settee/internal/testcluster"
+	"github.com/settee/settee/internal/testserver"
 )
 
 // sessionName logs in with Basic auth on node i and returns the name
@@ -195,4 +198,56 @@ func TestClusterReplicatorDatabase(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A database's _security changed while a node is down reaches that node's
+// copy when it is back, and a member that joins later gets _users'
+// changed security object on its new copy (both through internal
+// replication: the later stamp wins).
+func TestClusterSecurityReachesCopiesThatMissedIt(t *testing.T) {
+	c := testcluster.New(t, 3)
+	addNode := func(i int) {
+		t.Helper()
+		host, port, _ := net.SplitHostPort(c.Nodes[i].Node.Addr())
+		body := fmt.Sprintf(`{"action":"add_node","host":%q,"port":%s,"username":%q,"password":%q}`,
+			host, port, testserver.AdminUser, testserver.AdminPassword)
+		if st, out := c.Do(0, "POST", "/_cluster_setup", body); st != 201 {
+			t.Fatalf("add_node %d: %d %s", i, st, out)
+		}
+	}
+	hasSecurity := func(i int, db, name string) error {
+		st, body := c.Do(i, "GET", "/"+db+"/_security", "")
+		if st != 200 || !strings.Contains(string(body), `"`+name+`"`) {
+			return fmt.Errorf("node %d %s/_security: %d %s", i, db, st, body)
+		}
+		return nil
+	}
+	addNode(1)
+	c.WaitFor(30*time.Second, func() error {
+		if m := c.Membership(1); len(m.ClusterNodes) != 2 {
+			return fmt.Errorf("node 2 sees %v", m.ClusterNodes)
+		}
+		return nil
+	})
+	if st, body := c.Do(0, "PUT", "/_users/_security", `{"admins":{"names":["ua"],"roles":[]},"members":{"names":[],"roles":[]}}`); st != 200 {
+		t.Fatalf("_users security: %d %s", st, body)
+	}
+	addNode(2)
+	c.WaitFor(60*time.Second, func() error { return hasSecurity(2, "_users", "ua") })
+
+	if st, body := c.Do(0, "PUT", "/sec?q=2&n=3", ""); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	c.Stop(2)
+	if st, body := c.Do(0, "PUT", "/sec/_security", `{"admins":{"names":[],"roles":[]},"members":{"names":["alice"],"roles":[]}}`); st != 200 {
+		t.Fatalf("security with a node down: %d %s", st, body)
+	}
+	c.Restart(2)
+	c.WaitFor(60*time.Second, func() error { return hasSecurity(2, "sec", "alice") })
+	// and it is node 3's own copy that has it
+	c.Stop(0)
+	c.Stop(1)
+	if err := hasSecurity(2, "sec", "alice"); err != nil {
+		t.Fatal(err)
+	}
 }

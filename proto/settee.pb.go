@@ -420,9 +420,14 @@ type ShardMeta struct {
 	// copy_id names this copy for its life: a copy dropped and made again
 	// (a node removed and re-added) gets a new one, so internal replication
 	// knows its checkpoints towards the old copy are void.
-	CopyId        string `protobuf:"bytes,9,opt,name=copy_id,json=copyId,proto3" json:"copy_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CopyId string `protobuf:"bytes,9,opt,name=copy_id,json=copyId,proto3" json:"copy_id,omitempty"`
+	// When security and revs_limit were last set (unix ns, 0: never): a
+	// copy that missed a change (its node was down) gets it from a copy
+	// with a later stamp through internal replication.
+	SecurityStamp  int64 `protobuf:"varint,10,opt,name=security_stamp,json=securityStamp,proto3" json:"security_stamp,omitempty"`
+	RevsLimitStamp int64 `protobuf:"varint,11,opt,name=revs_limit_stamp,json=revsLimitStamp,proto3" json:"revs_limit_stamp,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ShardMeta) Reset() {
@@ -516,6 +521,20 @@ func (x *ShardMeta) GetCopyId() string {
 		return x.CopyId
 	}
 	return ""
+}
+
+func (x *ShardMeta) GetSecurityStamp() int64 {
+	if x != nil {
+		return x.SecurityStamp
+	}
+	return 0
+}
+
+func (x *ShardMeta) GetRevsLimitStamp() int64 {
+	if x != nil {
+		return x.RevsLimitStamp
+	}
+	return 0
 }
 
 // ShardRef names one copy of one shard range.
@@ -2592,9 +2611,12 @@ func (x *GetLocal) GetId() string {
 
 // SetMeta changes db-wide settings kept in every shard's header.
 type SetMeta struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Security      []byte                 `protobuf:"bytes,1,opt,name=security,proto3" json:"security,omitempty"`
-	RevsLimit     uint64                 `protobuf:"varint,2,opt,name=revs_limit,json=revsLimit,proto3" json:"revs_limit,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Security  []byte                 `protobuf:"bytes,1,opt,name=security,proto3" json:"security,omitempty"`
+	RevsLimit uint64                 `protobuf:"varint,2,opt,name=revs_limit,json=revsLimit,proto3" json:"revs_limit,omitempty"`
+	// stamp orders changes (unix ns): a copy keeps the later of its own
+	// setting and this one; 0 always applies and keeps the copy's stamp.
+	Stamp         int64 `protobuf:"varint,3,opt,name=stamp,proto3" json:"stamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2639,6 +2661,13 @@ func (x *SetMeta) GetSecurity() []byte {
 func (x *SetMeta) GetRevsLimit() uint64 {
 	if x != nil {
 		return x.RevsLimit
+	}
+	return 0
+}
+
+func (x *SetMeta) GetStamp() int64 {
+	if x != nil {
+		return x.Stamp
 	}
 	return 0
 }
@@ -3454,7 +3483,7 @@ const file_settee_proto_rawDesc = "" +
 	"\bLocalDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03rev\x18\x02 \x01(\x04R\x03rev\x12\x12\n" +
-	"\x04json\x18\x03 \x01(\fR\x04json\"\x9b\x02\n" +
+	"\x04json\x18\x03 \x01(\fR\x04json\"\xec\x02\n" +
 	"\tShardMeta\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x01 \x01(\x04R\tupdateSeq\x12\x1b\n" +
@@ -3467,7 +3496,10 @@ const file_settee_proto_rawDesc = "" +
 	"\rexternal_size\x18\a \x01(\x03R\fexternalSize\x12\x1f\n" +
 	"\vactive_size\x18\b \x01(\x03R\n" +
 	"activeSize\x12\x17\n" +
-	"\acopy_id\x18\t \x01(\tR\x06copyId\"\x84\x01\n" +
+	"\acopy_id\x18\t \x01(\tR\x06copyId\x12%\n" +
+	"\x0esecurity_stamp\x18\n" +
+	" \x01(\x03R\rsecurityStamp\x12(\n" +
+	"\x10revs_limit_stamp\x18\v \x01(\x03R\x0erevsLimitStamp\"\x84\x01\n" +
 	"\bShardRef\x12\x0e\n" +
 	"\x02db\x18\x01 \x01(\tR\x02db\x12\x1f\n" +
 	"\vrange_begin\x18\x02 \x01(\rR\n" +
@@ -3631,11 +3663,12 @@ const file_settee_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\x12\"\n" +
 	"\x03doc\x18\x03 \x01(\v2\x10.settee.LocalDocR\x03doc\"\x1a\n" +
 	"\bGetLocal\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"D\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"Z\n" +
 	"\aSetMeta\x12\x1a\n" +
 	"\bsecurity\x18\x01 \x01(\fR\bsecurity\x12\x1d\n" +
 	"\n" +
-	"revs_limit\x18\x02 \x01(\x04R\trevsLimit\"W\n" +
+	"revs_limit\x18\x02 \x01(\x04R\trevsLimit\x12\x14\n" +
+	"\x05stamp\x18\x03 \x01(\x03R\x05stamp\"W\n" +
 	"\tMetaReply\x12%\n" +
 	"\x04meta\x18\x01 \x01(\v2\x11.settee.ShardMetaR\x04meta\x12#\n" +
 	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xa0\x01\n" +

@@ -262,12 +262,17 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 	}
 	meta := proto.Clone(a.meta).(*pb.ShardMeta)
 	for _, it := range items {
-		if it.setMeta != nil {
-			if it.setMeta.Security != nil {
-				meta.Security = it.setMeta.Security
+		if m := it.setMeta; m != nil {
+			// a stamped change older than what the copy has is stale (a
+			// copy brought up to date by internal replication after a
+			// later change)
+			if m.Security != nil && (m.Stamp == 0 || m.Stamp > meta.SecurityStamp) {
+				meta.Security = m.Security
+				meta.SecurityStamp = max(meta.SecurityStamp, m.Stamp)
 			}
-			if it.setMeta.RevsLimit > 0 {
-				meta.RevsLimit = it.setMeta.RevsLimit
+			if m.RevsLimit > 0 && (m.Stamp == 0 || m.Stamp > meta.RevsLimitStamp) {
+				meta.RevsLimit = m.RevsLimit
+				meta.RevsLimitStamp = max(meta.RevsLimitStamp, m.Stamp)
 			}
 		}
 	}
