@@ -1,7 +1,11 @@
 package replicator_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -293,5 +297,58 @@ func TestConnectionTimeoutOption(t *testing.T) {
 	res := must(t, a, "POST", "/_replicate", map[string]any{"source": "src", "target": "x", "create_target": true, "connection_timeout": 5000}, 200)
 	if res["ok"] != true {
 		t.Fatalf("with connection_timeout: %v", res)
+	}
+}
+
+// TestFeedHeldUnreadIsNotSilence: while the job holds a feed unread
+// (backpressure: the page callback blocks), the source's silence is ours,
+// so no timeout, however long; the feed is read in one request.
+func TestFeedHeldUnreadIsNotSilence(t *testing.T) {
+	t.Parallel()
+	// many more rows than one read of the body takes
+	s := &feedServer{n: 5000}
+	e := feedEndpoint(t, s)
+	e.Timeout, e.Retries = 200*time.Millisecond, 0
+	rows, held := 0, false
+	err := e.Feed(context.Background(), replicator.ChangesQuery{}, 100, func(p *replicator.ChangesPage) error {
+		if !held {
+			held = true
+			time.Sleep(4 * e.Timeout)
+		}
+		rows += len(p.Rows)
+		return nil
+	})
+	if err != nil || rows != s.n {
+		t.Fatalf("%d rows of %d: %v", rows, s.n, err)
+	}
+	if len(s.feeds) != 1 {
+		t.Fatalf("the feed was opened again (since %q): it timed out while held", s.feeds)
+	}
+}
+
+// TestFeedSilentSource: a source that stops mid-feed fails it with a
+// TimeoutError the caller can tell with errors.As.
+func TestFeedSilentSource(t *testing.T) {
+	t.Parallel()
+	e := feedEndpoint(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("limit") == "0" {
+			_, _ = io.WriteString(w, `{"results":[],"last_seq":"0","pending":3}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"results":[{"seq":"1","id":"a","changes":[{"rev":"1-a"}]},`)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	e.Timeout, e.Retries = 200*time.Millisecond, 1
+	start := time.Now()
+	err := e.Feed(context.Background(), replicator.ChangesQuery{}, 1, func(*replicator.ChangesPage) error { return nil })
+	var te *replicator.TimeoutError
+	if !errors.As(err, &te) || te.After != e.Timeout || !strings.Contains(err.Error(), "/db/_changes for 200ms") {
+		t.Fatalf("want a timeout naming the request, got %v", err)
+	}
+	// two tries of 200 ms and a backoff between them; generous for load
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v", took)
 	}
 }
