@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -26,21 +27,37 @@ const madvPageout = 21
 // MADV_DONTNEED would do to anonymous memory that took a freed range's
 // place). The cost is that a page read again comes from the disk; badger's
 // tables (.sst), read through their own caches, are left alone.
+//
+// It pauses while the node reclaims space (Pause, Resume: shard.Disk calls
+// them around a reclamation): value-log GC reads every file it rewrites
+// through these mappings, and pages put out meanwhile would be read from
+// the disk twice, competing with the writers' syncs.
 type fileTrimmer struct {
 	dir   string // badger's directory, as /proc/self/maps names it
 	allow int64  // bytes of file-backed RSS left alone
 	log   *slog.Logger
 	stop  chan struct{}
 	done  chan struct{}
+
+	mu     sync.Mutex // held while trimming
+	paused int        // Pause calls not yet resumed
+	// onTrim, when set (tests), is called at the start of each trim.
+	onTrim func()
 }
 
 // startFileTrimmer checks every interval; allowMB is the file-backed RSS
 // it lets the process keep (which includes the executable's own pages).
 func startFileTrimmer(dir string, allowMB int, every time.Duration, log *slog.Logger) *fileTrimmer {
-	t := &fileTrimmer{dir: dir, allow: int64(allowMB) << 20, log: log, stop: make(chan struct{}), done: make(chan struct{})}
-	go t.run(every)
+	t := newFileTrimmer(dir, allowMB, log)
+	t.start(every)
 	return t
 }
+
+func newFileTrimmer(dir string, allowMB int, log *slog.Logger) *fileTrimmer {
+	return &fileTrimmer{dir: dir, allow: int64(allowMB) << 20, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (t *fileTrimmer) start(every time.Duration) { go t.run(every) }
 
 func (t *fileTrimmer) Close() {
 	close(t.stop)
@@ -57,10 +74,29 @@ func (t *fileTrimmer) run(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if rss, ok := fileRSS(); ok && rss > t.allow {
-			t.trim()
+		t.mu.Lock()
+		if t.paused == 0 {
+			if rss, ok := fileRSS(); ok && rss > t.allow {
+				t.trim()
+			}
 		}
+		t.mu.Unlock()
 	}
+}
+
+// Pause stops the trimming until the matching Resume; a trim in progress
+// finishes first.
+func (t *fileTrimmer) Pause() {
+	t.mu.Lock()
+	t.paused++
+	t.mu.Unlock()
+}
+
+// Resume undoes one Pause.
+func (t *fileTrimmer) Resume() {
+	t.mu.Lock()
+	t.paused--
+	t.mu.Unlock()
 }
 
 // fileRSS is RssFile of /proc/self/status in bytes.
@@ -84,6 +120,9 @@ func fileRSS() (int64, bool) {
 
 // trim pages out the value-log and WAL mappings under the directory.
 func (t *fileTrimmer) trim() {
+	if t.onTrim != nil {
+		t.onTrim()
+	}
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return

@@ -1,12 +1,19 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // The trimmer takes a value log's pages out of the process's RSS and
@@ -55,4 +62,111 @@ func TestFileTrimmerPagesOutValueLog(t *testing.T) {
 			t.Fatalf("byte %d changed in the file", i)
 		}
 	}
+}
+
+// eventLog records, in order, the messages logged and the trims made.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+	attrs  map[string]slog.Value // of the last "storage reclaimed"
+}
+
+func (l *eventLog) add(e string) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
+
+func (l *eventLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *eventLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *eventLog) WithGroup(string) slog.Handler            { return l }
+func (l *eventLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "storage reclaimed" {
+		l.mu.Lock()
+		l.attrs = map[string]slog.Value{}
+		r.Attrs(func(a slog.Attr) bool { l.attrs[a.Key] = a.Value; return true })
+		l.mu.Unlock()
+	}
+	l.add(r.Message)
+	return nil
+}
+
+// The node's Disk pauses the trimmer while it reclaims space: no page-out
+// between the start of a reclamation and its end (value-log GC reads the
+// files it rewrites; pages put out would come back from the disk), and
+// the trimming goes on after it.
+func TestTrimmerPausesDuringReclaim(t *testing.T) {
+	dir := t.TempDir()
+	events := &eventLog{}
+	log := slog.New(events)
+	db, err := openBadger(dir, 64, 1, log) // 1 MB value-log files
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// value-log garbage: 2 KB values (in the value log), all overwritten
+	val := make([]byte, 2048)
+	for round := range 2 {
+		for b := range 30 {
+			err := db.Update(func(txn *badger.Txn) error {
+				for i := range 100 {
+					val[0] = byte(round)
+					if err := txn.Set(fmt.Appendf(nil, "k%05d", b*100+i), val); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// the trimmer checks every millisecond and trims whatever the RSS
+	trim := newFileTrimmer(absDir(badgerDir(dir)), 0, slog.New(slog.DiscardHandler))
+	trim.onTrim = func() { events.add("trim") }
+	disk := newDisk(db, dir, trim, log)
+	trim.start(time.Millisecond)
+	defer trim.Close()
+	waitFor := func(what string, since int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if slices.Contains(events.snapshot()[since:], what) {
+				return
+			}
+		}
+		t.Fatalf("no %q within 10s", what)
+	}
+	waitFor("trim", 0)
+	if err := disk.Reclaim(); err != nil {
+		t.Fatal(err)
+	}
+	ev := events.snapshot()
+	begin, end := slices.Index(ev, "reclaiming storage"), slices.Index(ev, "storage reclaimed")
+	if begin < 0 || end < begin {
+		t.Fatalf("reclamation not logged: begin %d, end %d", begin, end)
+	}
+	if n := events.attrs["vlog_files_rewritten"].Int64(); n == 0 {
+		t.Fatal("value-log GC rewrote no file: nothing to check")
+	}
+	if n := countOf(ev[begin:end], "trim"); n > 0 {
+		t.Fatalf("%d trims during the reclamation (%d events)", n, end-begin)
+	}
+	waitFor("trim", end) // resumed
+}
+
+func countOf(s []string, v string) int {
+	n := 0
+	for _, e := range s {
+		if e == v {
+			n++
+		}
+	}
+	return n
 }

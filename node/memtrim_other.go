@@ -13,3 +13,7 @@ type fileTrimmer struct{}
 func startFileTrimmer(string, int, time.Duration, *slog.Logger) *fileTrimmer { return &fileTrimmer{} }
 
 func (*fileTrimmer) Close() {}
+
+func (*fileTrimmer) Pause() {}
+
+func (*fileTrimmer) Resume() {}

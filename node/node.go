@@ -78,7 +78,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.trim = startFileTrimmer(absDir(badgerDir(cfg.DataDir)), fileRSSAllowMB(cfg.MemoryMB), time.Second/2, log)
-	n.disk = shard.NewDisk(n.db, badgerDir(cfg.DataDir), log)
+	n.disk = newDisk(n.db, cfg.DataDir, n.trim, log)
 	n.tasks = tasks.New(cfg.Name)
 	n.metrics = metrics.New(metrics.Config{Tasks: n.tasks, Storage: n.db, Disk: n.disk})
 	fail := func(err error) (*Node, error) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/shard"
 )
 
 // openBadger opens the node's one badger instance with options sized from
@@ -43,6 +45,14 @@ func openBadger(dir string, memoryMB, vlogMB int, log *slog.Logger) (*badger.DB,
 		return nil, fmt.Errorf("node: open badger in %s: %w", dir, err)
 	}
 	return db, nil
+}
+
+// newDisk is the node's disk accounting and reclamation over db; the
+// trimmer pauses while it reclaims space.
+func newDisk(db *badger.DB, dataDir string, trim *fileTrimmer, log *slog.Logger) *shard.Disk {
+	d := shard.NewDisk(db, badgerDir(dataDir), log)
+	d.Reclaiming = trim
+	return d
 }
 
 // DefaultValueLogFileMB is the size of a badger value-log file.

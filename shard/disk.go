@@ -66,6 +66,18 @@ type Disk struct {
 	// DiscardRatio is the value-log GC threshold: a log file is rewritten
 	// when at least this share of it is garbage.
 	DiscardRatio float64
+
+	// Reclaiming, when set (before the Disk is used), is paused while a
+	// reclamation runs and resumed after it: the node's value-log trimmer,
+	// whose page-outs would make value-log GC read the files it rewrites
+	// from the disk.
+	Reclaiming Pauser
+}
+
+// Pauser is work that stops while the node reclaims space.
+type Pauser interface {
+	Pause()
+	Resume()
 }
 
 // NewDisk returns the disk accounting of badger db whose files are in dir.
@@ -280,7 +292,12 @@ func (d *Disk) reclaim() error {
 	}
 	defer d.release()
 	defer d.invalidate()
+	if d.Reclaiming != nil {
+		d.Reclaiming.Pause()
+		defer d.Reclaiming.Resume()
+	}
 	start := time.Now()
+	d.log.Debug("reclaiming storage")
 	if err := Update(d.db, func(txn *badger.Txn) error { return txn.Set(flushKey, nil) }); err != nil {
 		return err
 	}
