@@ -97,3 +97,33 @@ func quietSystem() *actor.ActorSystem {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
 }
+
+// BenchmarkShardReadDoc is the shard's part of a GET: ask the actor for a
+// medium doc (14.5 KB) and get it back, from the node's read pool. A
+// quorum read can hide another node's round trip behind this much and no
+// more.
+func BenchmarkShardReadDoc(b *testing.B) {
+	db := openTestDB(b)
+	sys := quietSystem()
+	b.Cleanup(sys.Shutdown)
+	reads := NewReadPool(8)
+	b.Cleanup(reads.Close)
+	pid := sys.Root.Spawn(Props(Config{DB: db, Handle: 1, Name: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Reads: reads}))
+	body := []byte(`{"data":"` + string(bytes.Repeat([]byte("x"), 14400)) + `"}`)
+	ctx := context.Background()
+	var docs []*pb.DocUpdate
+	for i := range 1000 {
+		docs = append(docs, &pb.DocUpdate{Tag: uint32(i), Id: fmt.Sprintf("d%04d", i), Body: body})
+	}
+	if _, err := actors.Ask[*pb.UpdateResult](ctx, sys.Root, pid, &pb.UpdateDocs{NewEdits: true, Reply: true, Docs: docs}); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i = (i + 7919) % 1000
+		r, err := actors.Ask[*pb.DocReply](ctx, sys.Root, pid, &pb.GetDoc{Id: fmt.Sprintf("d%04d", i)})
+		if err != nil || len(r.Bodies) != 1 {
+			b.Fatal(err, r)
+		}
+	}
+}
