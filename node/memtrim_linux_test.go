@@ -170,3 +170,58 @@ func countOf(s []string, v string) int {
 	}
 	return n
 }
+
+// A sealed value-log file is put out once: the pages reads bring back
+// afterwards stay (a GET must not fault its body in from the disk after
+// every trim), while the file being appended to is put out each time.
+func TestFileTrimmerLeavesPagesReadFromSealedFiles(t *testing.T) {
+	dir := absDir(t.TempDir())
+	const size = 32 << 20
+	mapFile := func(name string) []byte {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		m, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Munmap(m) })
+		for i := range m {
+			m[i] = byte(i)
+		}
+		return m
+	}
+	sealed := mapFile("000001.vlog")
+	active := mapFile("000002.vlog")
+	if _, ok := fileRSS(); !ok {
+		t.Skip("no RssFile in /proc/self/status")
+	}
+	tr := &fileTrimmer{dir: dir, log: slog.New(slog.DiscardHandler)}
+	tr.trim() // both put out: both were written
+	before, _ := fileRSS()
+	sum := 0
+	for i := 0; i < size; i += 4096 {
+		sum += int(sealed[i]) // read back in
+	}
+	for i := 0; i < size; i += 4096 {
+		active[i] = byte(sum) // written again
+	}
+	read, _ := fileRSS()
+	if read-before < size {
+		t.Fatalf("file-backed RSS %d MB -> %d MB after reading and writing %d MB", before>>20, read>>20, 2*size>>20)
+	}
+	tr.trim()
+	after, _ := fileRSS()
+	switch {
+	case read-after < size/2:
+		t.Fatalf("the file being written was not put out: RSS %d MB -> %d MB", read>>20, after>>20)
+	case read-after > size+size/2:
+		t.Fatalf("the pages read from the sealed file were put out again: RSS %d MB -> %d MB", read>>20, after>>20)
+	}
+}
