@@ -67,9 +67,42 @@ type proxy struct {
 	puts   int            // multipart PUTs answered 201 to the client
 	// changesQ are the queries of the _changes requests, in order.
 	changesQ []url.Values
+	// reqs are all the requests, in order.
+	reqs []seenReq
+	// more are faults besides fault, each applied to every request it
+	// names that fault leaves alone (after, then and cut are ignored).
+	more []*fault
 	// quit ends the handlers that hold a request unanswered, so the
 	// server can close even when the client never gives up.
 	quit chan struct{}
+}
+
+// seenReq is a request the proxy saw.
+type seenReq struct {
+	key    string
+	query  url.Values
+	header http.Header
+	size   int64 // the body's Content-Length
+}
+
+// requests returns the requests seen with key k ("*": all).
+func (p *proxy) requests(k string) []seenReq {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []seenReq
+	for _, r := range p.reqs {
+		if k == "*" || r.key == k {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// also adds a fault applied besides the one set.
+func (p *proxy) also(f *fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.more = append(p.more, f)
 }
 
 func newProxy(t *testing.T, s *testserver.Server) *proxy {
@@ -125,6 +158,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if k == "GET _changes" {
 		p.changesQ = append(p.changesQ, r.URL.Query())
 	}
+	p.reqs = append(p.reqs, seenReq{key: k, query: r.URL.Query(), header: r.Header.Clone(), size: r.ContentLength})
 	f := p.fault
 	act := passThrough
 	if f != nil && (f.match == "*" || f.match == k) {
@@ -134,6 +168,14 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 			act = f.kind
 		case p.hit > f.after:
 			act = f.then
+		}
+	}
+	if act == passThrough {
+		for _, m := range p.more {
+			if m.match == "*" || m.match == k {
+				act, f = m.kind, m
+				break
+			}
 		}
 	}
 	p.mu.Unlock()

@@ -723,6 +723,13 @@ func (e *HTTPEndpoint) splitBulkGet(b []byte, items []FetchItem, emit func(strin
 	return nil
 }
 
+// dbMissing tells a 404 about the database (CouchDB's "Database does not
+// exist.", or "no_db_file" from 1.x) from one about a doc or a path.
+func dbMissing(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.Status == 404 && (he.Reason == "Database does not exist." || he.Reason == "no_db_file")
+}
+
 // bulkGetUnsupported recognises a peer without _bulk_get: 405, 400, or a
 // 404 that is not about the database.
 func bulkGetUnsupported(err error) bool {
@@ -734,7 +741,7 @@ func bulkGetUnsupported(err error) bool {
 	case 400, 405:
 		return true
 	case 404:
-		return he.Reason != "Database does not exist." && he.Reason != "no_db_file"
+		return !dbMissing(err)
 	}
 	return false
 }
@@ -754,10 +761,14 @@ func (e *HTTPEndpoint) openRevs(ctx context.Context, it FetchItem, emit func(str
 		v.Set("atts_since", string(s))
 	}
 	b, err := e.do(ctx, http.MethodGet, docPath(it.ID), v, nil)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) && !dbMissing(err) {
+		// a peer that answers a missing doc 404 rather than 200 with
+		// "missing" entries (CouchDB's way): the rev is gone, skipped
 		return nil
 	}
 	if err != nil {
+		// a missing database is not a missing rev: skipping every doc
+		// would let the checkpoint pass changes never written
 		return err
 	}
 	var res []revResult

@@ -1,0 +1,179 @@
+package replicator_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/settee/settee/internal/testserver"
+)
+
+// clearAll lifts every fault of a proxy.
+func (p *proxy) clearAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fault, p.hit, p.more = nil, 0, nil
+}
+
+// loadMixed gives src what a replication must carry exactly: plain docs, a
+// conflict (two leaves), a deleted doc and a doc with an attachment.
+func loadMixed(t *testing.T, s *testserver.Server) {
+	t.Helper()
+	must(t, s, "PUT", "/src", nil, 201)
+	loadDocs(t, s, "src", 0, 30, "")
+	must(t, s, "POST", "/src/_bulk_docs", `{"new_edits":false,"docs":[{"_id":"d001","_rev":"1-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","x":1}]}`, 201)
+	d2 := must(t, s, "GET", "/src/d002", nil, 200)
+	must(t, s, "DELETE", "/src/d002?rev="+d2["_rev"].(string), nil, 200)
+	must(t, s, "PUT", "/src/att", `{"_attachments":{"hello.txt":{"content_type":"text/plain","data":"aGVsbG8gd29ybGQ="}}}`, 201)
+}
+
+// TestBulkGetFallback: a source without _bulk_get (CouchDB before 2.3,
+// which answers 405, or a server that answers 404 for the unknown path)
+// is read with one GET ?open_revs=[rev]&revs=true&latest=true per missing
+// rev, and the copy is the same: conflicts, deletions, attachments.
+func TestBulkGetFallback(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		code int
+		body string
+	}{
+		{"405", 405, `{"error":"method_not_allowed","reason":"Only GET,HEAD allowed"}`},
+		{"404 not about the db", 404, `{"error":"not_found","reason":"missing"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := testserver.Start(t), testserver.Start(t)
+			loadMixed(t, a)
+			pa := newProxy(t, a)
+			pa.set(&fault{kind: status, match: "POST _bulk_get", code: c.code, body: c.body})
+			res := must(t, b, "POST", "/_replicate", map[string]any{"source": pa.dbURL("src"), "target": "tgt", "create_target": true}, 200)
+			h := history0(t, res)
+			// 30 docs, d001's second leaf, d002's tombstone replacing its
+			// first rev, the attachment doc
+			if h["missing_found"].(float64) != 32 || h["docs_written"].(float64) != 32 || h["doc_write_failures"].(float64) != 0 {
+				t.Fatalf("history %v", h)
+			}
+			sameLeaves(t, a, "src", b, "tgt")
+			d1 := must(t, b, "GET", "/tgt/d001?conflicts=true", nil, 200)
+			if c, _ := d1["_conflicts"].([]any); len(c) != 1 {
+				t.Fatalf("conflict lost: %v", d1)
+			}
+			must(t, b, "GET", "/tgt/d002", nil, 404)
+			if got := attBytes(t, b, "/tgt/att/hello.txt"); string(got) != "hello world" {
+				t.Fatalf("attachment %q", got)
+			}
+			// _bulk_get was tried once; then one GET per missing rev, as
+			// CouchDB's replicator asks it
+			if n := pa.count("POST _bulk_get"); n != 1 {
+				t.Fatalf("%d _bulk_get requests, want 1", n)
+			}
+			gets := pa.requests("GET doc")
+			if len(gets) != 32 {
+				t.Fatalf("%d open_revs GETs, want 32", len(gets))
+			}
+			for _, g := range gets {
+				q := g.query
+				if !strings.HasPrefix(q.Get("open_revs"), `["`) || q.Get("revs") != "true" || q.Get("latest") != "true" {
+					t.Fatalf("open_revs request %v", q)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenRevsMissingDB: in the open_revs fallback, a 404 saying the
+// database does not exist is an error, not a missing rev to skip: the job
+// crashes without writing or checkpointing anything, and completes once
+// the source answers.
+func TestOpenRevsMissingDB(t *testing.T) {
+	t.Parallel()
+	fp := newFaultPair(t, 20)
+	fp.pa.set(&fault{kind: status, match: "POST _bulk_get", code: 405, body: `{"error":"method_not_allowed","reason":"Only GET,HEAD allowed"}`})
+	fp.pa.also(&fault{kind: status, match: "GET doc", code: 404, body: `{"error":"not_found","reason":"Database does not exist."}`})
+	must(t, fp.b, "PUT", "/_replicator/gone", fp.repDoc(nil), 201)
+	crashing(t, fp.b, "gone", "Database does not exist.", 2)
+	if n := ndocs(t, fp.b, "tgt"); n > 0 {
+		t.Fatalf("%d docs written", n)
+	}
+	if ck := checkpoint(t, fp.b, "tgt"); ck != nil {
+		t.Fatalf("a checkpoint past docs never written: %v", ck)
+	}
+	fp.pa.clearAll()
+	st := completed(t, fp.b, "gone")
+	sameLeaves(t, fp.a, "src", fp.b, "tgt")
+	if st["docs_written"].(float64) != 20 {
+		t.Fatalf("stats %v", st)
+	}
+}
+
+// TestEndpointObject: source and target given as {"url", "headers",
+// "auth": {"basic": {...}}}: every request carries the endpoint's own
+// headers and credentials, and the password shows nowhere.
+func TestEndpointObject(t *testing.T) {
+	t.Parallel()
+	fp := newFaultPair(t, 25)
+	auth := map[string]any{"basic": map[string]any{"username": testserver.AdminUser, "password": testserver.AdminPassword}}
+	rep := map[string]any{
+		"source":        map[string]any{"url": fp.pa.URL + "/src", "headers": map[string]string{"X-Rep-Test": "src-only"}, "auth": auth},
+		"target":        map[string]any{"url": fp.pb.URL + "/tgt", "auth": auth},
+		"create_target": true,
+	}
+	res := must(t, fp.b, "POST", "/_replicate", rep, 200)
+	if h := history0(t, res); h["docs_written"].(float64) != 25 {
+		t.Fatalf("history %v", h)
+	}
+	sameLeaves(t, fp.a, "src", fp.b, "tgt")
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(testserver.AdminUser+":"+testserver.AdminPassword))
+	for _, r := range fp.pa.requests("*") {
+		if r.header.Get("Authorization") != basic || r.header.Get("X-Rep-Test") != "src-only" {
+			t.Fatalf("source request %s: headers %v", r.key, r.header)
+		}
+	}
+	for _, r := range fp.pb.requests("*") {
+		if r.header.Get("Authorization") != basic || r.header.Get("X-Rep-Test") != "" {
+			t.Fatalf("target request %s: headers %v", r.key, r.header)
+		}
+	}
+
+	// as a _replicator doc: it completes, and its state shows the user,
+	// not the password
+	loadDocs(t, fp.a, "src", 25, 5, "")
+	must(t, fp.b, "PUT", "/_replicator/obj", rep, 201)
+	completed(t, fp.b, "obj")
+	sameLeaves(t, fp.a, "src", fp.b, "tgt")
+	d := schedDoc(t, fp.b, "obj")
+	if d["source"] != "http://"+testserver.AdminUser+":xxxxx@"+strings.TrimPrefix(fp.pa.URL, "http://")+"/src/" ||
+		strings.Contains(fmt.Sprint(d), testserver.AdminPassword) {
+		t.Fatalf("scheduler doc %v", d)
+	}
+}
+
+// TestBatchBytes: the batcher writes _bulk_docs at 4 MB even when the
+// batch has fewer docs than worker_batch_size, so a batch of big docs is
+// never held whole.
+func TestBatchBytes(t *testing.T) {
+	t.Parallel()
+	a, b := testserver.Start(t), testserver.Start(t)
+	pb := newProxy(t, b)
+	must(t, a, "PUT", "/src", nil, 201)
+	pad := strings.Repeat("x", 300<<10)
+	for i := range 30 {
+		must(t, a, "PUT", fmt.Sprintf("/src/big%02d", i), `{"pad":"`+pad+`"}`, 201)
+	}
+	must(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("tgt"), "create_target": true,
+		"worker_processes": 1, "worker_batch_size": 500}, 200)
+	sameLeaves(t, a, "src", b, "tgt")
+	writes := pb.requests("POST _bulk_docs")
+	if len(writes) < 3 {
+		t.Fatalf("%d _bulk_docs for 9 MB of docs, want at least 3 of at most 4 MB", len(writes))
+	}
+	for _, w := range writes {
+		// 4 MB, plus the doc that crossed it
+		if w.size > 4<<20+400<<10 {
+			t.Fatalf("a _bulk_docs of %d bytes", w.size)
+		}
+	}
+}
