@@ -174,9 +174,15 @@ func (j *jobActor) start(ctx actor.Context) error {
 	j.startSeq, j.commitSeq, j.lastCkpt, j.history = seq, seq, seq, hist
 	j.srcLastSeq = seq
 	if j.cfg.tasks != nil {
+		// as CouchDB's task: database and doc_id are null for a transient
+		// (POST /_replicate) job
+		db := any(nil)
+		if j.cfg.docID != "" {
+			db = ReplicatorDB
+		}
 		j.task = j.cfg.tasks.Start("replication", map[string]any{
 			"replication_id": j.cfg.repID, "doc_id": nullable(j.cfg.docID),
-			"database": "_replicator",
+			"database": db,
 			"source":   j.cfg.source.Name(), "target": j.cfg.target.Name(),
 			"continuous": rep.Continuous, "checkpoint_interval": rep.CheckpointMillis,
 			"docs_read": 0, "docs_written": 0, "doc_write_failures": 0,

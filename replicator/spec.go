@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"cmp"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
@@ -185,9 +186,19 @@ func ParseRep(b []byte) (*Rep, error) {
 		RetriesPerRequest  *int            `json:"retries_per_request"`
 		ConnectionTimeout  json.RawMessage `json:"connection_timeout"`
 		ID                 string          `json:"replication_id"`
+		// CouchDB takes these two as aliases of replication_id when
+		// cancelling (a continuous job's answer names it _local_id)
+		LocalID json.RawMessage `json:"_local_id"`
+		AltID   json.RawMessage `json:"id"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, errors.New("replication request must be a JSON object")
+	}
+	if v.ID == "" {
+		var local, alt string
+		_ = json.Unmarshal(v.LocalID, &local)
+		_ = json.Unmarshal(v.AltID, &alt)
+		v.ID = cmp.Or(local, alt)
 	}
 	r := &Rep{Continuous: v.Continuous, CreateTarget: v.CreateTarget, Cancel: v.Cancel, DocIDs: v.DocIDs,
 		WorkerProcesses: v.WorkerProcesses, WorkerBatchSize: v.WorkerBatchSize,
