@@ -151,6 +151,20 @@ func Run(ctx context.Context, c Config, out io.Writer) ([]JobResult, error) {
 	fmt.Fprintf(out, "source: %s/%s\ntarget: %s (db prefix: %s)\ncoordinator: %s\ndocs: %d doc_size: %d n_jobs: %d\n",
 		src.base, sourceDB, tgt.base, targetDB, coord.base, c.NDocs, c.DocSize, c.Jobs)
 
+	ids := make([]string, c.Jobs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("rep_bench_%02d", i)
+	}
+	if !c.Keep {
+		// what it created goes whichever way the run ends (a failed job, a
+		// timeout, ^C), under a context of its own: ctx may be over
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			cleanup(cctx, src, tgt, coord, ids)
+		}()
+	}
+
 	fmt.Fprintln(out, "== source ==")
 	if err := src.recreate(ctx, sourceDB); err != nil {
 		return nil, err
@@ -171,22 +185,18 @@ func Run(ctx context.Context, c Config, out io.Writer) ([]JobResult, error) {
 		float64(c.NDocs)/ld.Seconds(), float64(info.Sizes.External)/1e6)
 
 	fmt.Fprintln(out, "== bench ==")
-	ids := make([]string, c.Jobs)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("rep_bench_%02d", i)
-		tdb := fmt.Sprintf("%s_%02d", targetDB, i)
-		if st, err := tgt.do(ctx, http.MethodDelete, "/"+tdb, nil, nil); err != nil && st != 404 {
+		if st, err := tgt.do(ctx, http.MethodDelete, "/"+targetName(i), nil, nil); err != nil && st != 404 {
 			return nil, err
 		}
 		if err := deleteDoc(ctx, coord, "/_replicator/"+ids[i]); err != nil {
 			return nil, err
 		}
-		_ = tdb
 	}
 	start := time.Now()
 	for i, id := range ids {
 		doc, _ := json.Marshal(map[string]any{
-			"source": src.withPw + "/" + sourceDB, "target": fmt.Sprintf("%s/%s_%02d", tgt.withPw, targetDB, i),
+			"source": src.withPw + "/" + sourceDB, "target": tgt.withPw + "/" + targetName(i),
 			"create_target": true, "worker_batch_size": c.Batch,
 		})
 		if _, err := coord.do(ctx, http.MethodPut, "/_replicator/"+id, doc, nil); err != nil {
@@ -195,11 +205,12 @@ func Run(ctx context.Context, c Config, out io.Writer) ([]JobResult, error) {
 	}
 	res := make([]JobResult, c.Jobs)
 	done := make([]bool, c.Jobs)
+	lastErr := make([]string, c.Jobs)
 	left := c.Jobs
 	for left > 0 {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("repbench: %d of %d replications not completed: %w", left, c.Jobs, ctx.Err())
 		case <-time.After(c.Poll):
 		}
 		for i, id := range ids {
@@ -226,6 +237,16 @@ func Run(ctx context.Context, c Config, out io.Writer) ([]JobResult, error) {
 				left--
 			case "failed":
 				return nil, fmt.Errorf("replication %s failed: %s", id, d.Info)
+			case "crashing":
+				// it retries with backoff; say why it is slow, once per error
+				var info struct {
+					Error string `json:"error"`
+				}
+				_ = json.Unmarshal(d.Info, &info)
+				if info.Error != lastErr[i] {
+					lastErr[i] = info.Error
+					fmt.Fprintf(out, "job %02d crashing (retried): %s\n", i, info.Error)
+				}
 			}
 		}
 	}
@@ -234,14 +255,19 @@ func Run(ctx context.Context, c Config, out io.Writer) ([]JobResult, error) {
 		fmt.Fprintf(out, "job %02d elapsed=%6.2fs docs_read=%7d docs_written=%7d missing=%7d\n",
 			i, r.Elapsed.Seconds(), r.DocsRead, r.DocsWritten, r.MissingFound)
 	}
-	if !c.Keep {
-		for i, id := range ids {
-			_ = deleteDoc(ctx, coord, "/_replicator/"+id)
-			_, _ = tgt.do(ctx, http.MethodDelete, fmt.Sprintf("/%s_%02d", targetDB, i), nil, nil)
-		}
-		_, _ = src.do(ctx, http.MethodDelete, "/"+sourceDB, nil, nil)
-	}
 	return res, nil
+}
+
+func targetName(i int) string { return fmt.Sprintf("%s_%02d", targetDB, i) }
+
+// cleanup deletes the _replicator docs first (stopping their jobs), then
+// the databases; what is already gone is fine.
+func cleanup(ctx context.Context, src, tgt, coord *server, ids []string) {
+	for i, id := range ids {
+		_ = deleteDoc(ctx, coord, "/_replicator/"+id)
+		_, _ = tgt.do(ctx, http.MethodDelete, "/"+targetName(i), nil, nil)
+	}
+	_, _ = src.do(ctx, http.MethodDelete, "/"+sourceDB, nil, nil)
 }
 
 func deleteDoc(ctx context.Context, s *server, path string) error {
