@@ -43,6 +43,13 @@ type Config struct {
 	// nothing while a request waits on it, for replications that do not
 	// set connection_timeout (0: 30 s).
 	ReplicatorConnectionTimeout time.Duration
+	// ReplicatorMaxJobs caps the replication jobs running at once
+	// (CouchDB's [replicator] max_jobs; 0: 500). The others wait as
+	// pending; every ReplicatorInterval (0: 60 s) up to ReplicatorMaxChurn
+	// (0: 20) of the longest-running continuous jobs make way for them.
+	ReplicatorMaxJobs  int
+	ReplicatorMaxChurn int
+	ReplicatorInterval time.Duration
 }
 
 // Default returns a single-node configuration.
@@ -85,6 +92,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDocumentSize <= 0 || c.MaxRequestSize <= 0 {
 		errs = append(errs, errors.New("size limits must be positive"))
+	}
+	if c.ReplicatorMaxJobs < 0 || c.ReplicatorMaxChurn < 0 || c.ReplicatorInterval < 0 {
+		errs = append(errs, errors.New("replicator max jobs, max churn and interval must not be negative"))
 	}
 	if c.ReplicatorConnectionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("replicator connection timeout must not be negative, got %v", c.ReplicatorConnectionTimeout))

@@ -51,6 +51,9 @@ func (n *Node) startReplicator() {
 		Owner:             owner,
 		RetryBase:         n.cfg.ReplicatorRetryBase,
 		ConnectionTimeout: n.cfg.ReplicatorConnectionTimeout,
+		MaxJobs:           n.cfg.ReplicatorMaxJobs,
+		MaxChurn:          n.cfg.ReplicatorMaxChurn,
+		Interval:          n.cfg.ReplicatorInterval,
 	})
 	if n.cl != nil {
 		props := actor.PropsFromFunc(func(ctx actor.Context) {

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 // maxHistory is how many sessions a checkpoint doc remembers (CouchDB: 50).
@@ -83,10 +81,11 @@ func findStartSeq(ctx context.Context, src, tgt Endpoint, id string) (string, []
 	return "0", hist, nil
 }
 
-// checkpoint records the committed seq on both ends. Every write before
-// it was acknowledged by the target (settee and CouchDB acknowledge
-// _bulk_docs after the commit), so the seq is safe to resume from.
-func (j *jobActor) checkpoint(ctx actor.Context, final bool) error {
+// checkpoint records the committed seq on both ends, with requests made
+// under c. Every write before it was acknowledged by the target (settee
+// and CouchDB acknowledge _bulk_docs after the commit), so the seq is safe
+// to resume from.
+func (j *jobActor) checkpoint(c context.Context, final bool) error {
 	if j.commitSeq == j.lastCkpt && (!final || (len(j.history) > 0 && j.stats.MissingChecked == 0)) {
 		return nil
 	}
@@ -125,10 +124,10 @@ func (j *jobActor) checkpoint(ctx actor.Context, final bool) error {
 	if err != nil {
 		return err
 	}
-	if err := putLocal(j.cfg.ctx, j.cfg.source, j.cfg.baseID, b); err != nil {
+	if err := putLocal(c, j.cfg.source, j.cfg.baseID, b); err != nil {
 		return fmt.Errorf("source checkpoint: %w", err)
 	}
-	if err := putLocal(j.cfg.ctx, j.cfg.target, j.cfg.baseID, b); err != nil {
+	if err := putLocal(c, j.cfg.target, j.cfg.baseID, b); err != nil {
 		return fmt.Errorf("target checkpoint: %w", err)
 	}
 	j.history = hist
@@ -154,4 +153,24 @@ func putLocal(ctx context.Context, e Endpoint, id string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	return e.PutLocal(ctx, id, body)
+}
+
+// stopCheckpointTimeout bounds the checkpoint of a job stopped from
+// outside: a node shutting down waits for it, an unreachable peer must
+// not hold that up.
+const stopCheckpointTimeout = 5 * time.Second
+
+// stopCheckpoint records what a job stopped from outside (its doc deleted
+// or changed, rotated out by the scheduler, cancelled, the node shutting
+// down) has written, as CouchDB's job does when it is shut down: the next
+// run resumes there instead of redoing up to checkpoint_interval of work.
+// The job's context is cancelled by then (to stop its requests in
+// flight), so the checkpoint runs under one of its own. Batches in flight
+// are not acknowledged, so the committed seq does not cover them.
+func (j *jobActor) stopCheckpoint() {
+	c, cancel := context.WithTimeout(context.WithoutCancel(j.cfg.ctx), stopCheckpointTimeout)
+	defer cancel()
+	if err := j.checkpoint(c, false); err != nil {
+		j.cfg.log.Warn("replicator: checkpoint of a stopped job", "rep_id", j.cfg.repID, "err", err)
+	}
 }

@@ -125,7 +125,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		if j.finished {
 			return
 		}
-		if err := j.checkpoint(ctx, false); err != nil {
+		if err := j.checkpoint(j.cfg.ctx, false); err != nil {
 			j.fail(ctx, err)
 			return
 		}
@@ -135,8 +135,14 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			j.fail(ctx, fmt.Errorf("replicator: a job actor crashed (%s)", m.Who.Id))
 		}
 	case *actor.Stopping:
+		// stopped from outside while it ran (not after it completed or
+		// failed, which set finished, nor before it started)
+		stopped := !j.finished && j.reader != nil
 		j.finished = true
 		j.cfg.cancel()
+		if stopped {
+			j.stopCheckpoint()
+		}
 	case *actor.Stopped:
 		if j.ckptTimer != nil {
 			j.ckptTimer.Stop()
@@ -322,7 +328,7 @@ func (j *jobActor) maybeFinish(ctx actor.Context) {
 	if !j.readerDone || j.inFlight > 0 || len(j.queue) > 0 || j.finished {
 		return
 	}
-	if err := j.checkpoint(ctx, true); err != nil {
+	if err := j.checkpoint(j.cfg.ctx, true); err != nil {
 		j.fail(ctx, err)
 		return
 	}

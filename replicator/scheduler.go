@@ -135,8 +135,14 @@ func (s *Scheduler) Close() {
 		}
 	}
 	s.mu.Unlock()
+	// every job is told first, then waited for: each checkpoints as it
+	// stops (up to stopCheckpointTimeout), all at once
+	futs := make([]*actor.Future, 0, len(pids))
 	for _, p := range pids {
-		_ = s.cfg.System.Root.StopFuture(p).Wait()
+		futs = append(futs, s.cfg.System.Root.StopFuture(p))
+	}
+	for _, f := range futs {
+		_ = f.Wait()
 	}
 }
 

@@ -61,6 +61,9 @@ func serve(args []string) error {
 	join := fs.String("join", envDefault("join", ""), "HTTP addresses host:port[,...] of nodes to join at start-up (SETTEE_JOIN)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", envDuration("request-timeout", cfg.RequestTimeout), "bound on one request's work across shards and nodes; feeds and replications excepted (SETTEE_REQUEST_TIMEOUT)")
 	fs.DurationVar(&cfg.ReplicatorConnectionTimeout, "replicator-connection-timeout", envDuration("replicator-connection-timeout", cfg.ReplicatorConnectionTimeout), "how long a replication's HTTP peer may send nothing before the request fails and is retried (CouchDB's [replicator] connection_timeout); a replication's connection_timeout overrides it (SETTEE_REPLICATOR_CONNECTION_TIMEOUT)")
+	fs.IntVar(&cfg.ReplicatorMaxJobs, "replicator-max-jobs", envInt("replicator-max-jobs", 500), "replication jobs running at once; the others wait as pending and are rotated in (CouchDB's [replicator] max_jobs) (SETTEE_REPLICATOR_MAX_JOBS)")
+	fs.IntVar(&cfg.ReplicatorMaxChurn, "replicator-max-churn", envInt("replicator-max-churn", 20), "running continuous jobs stopped per rotation to let pending ones run (CouchDB's max_churn) (SETTEE_REPLICATOR_MAX_CHURN)")
+	fs.DurationVar(&cfg.ReplicatorInterval, "replicator-interval", envDuration("replicator-interval", time.Minute), "how often pending jobs are rotated in when max jobs run (CouchDB's interval) (SETTEE_REPLICATOR_INTERVAL)")
 	pprofAddr := fs.String("pprof", envDefault("pprof", ""), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (SETTEE_PPROF)")
 	logLevel := fs.String("log-level", envDefault("log-level", "info"), "debug, info, warn or error (SETTEE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
