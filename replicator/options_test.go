@@ -3,6 +3,7 @@ package replicator_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,31 @@ func TestOptionsAndIDs(t *testing.T) {
 	if len(got) != 5 || got["d010"] == "" || got["d014"] == "" || got["d009"] != "" {
 		t.Fatalf("since_seq copied %v", got)
 	}
-	if h := history0(t, res); fmt.Sprint(h["start_last_seq"]) != fmt.Sprint(seq) || h["docs_written"] != 5.0 {
+	h := history0(t, res)
+	if fmt.Sprint(h["start_last_seq"]) != fmt.Sprint(seq) || h["docs_written"] != 5.0 {
 		t.Fatalf("history %v, since_seq %v", h, seq)
+	}
+
+	// the answer and the checkpoint are CouchDB's: a session's history
+	// entry has all its fields, times in RFC 1123
+	for _, k := range []string{"session_id", "start_time", "end_time", "start_last_seq", "end_last_seq", "recorded_seq",
+		"missing_checked", "missing_found", "docs_read", "docs_written", "doc_write_failures"} {
+		if _, ok := h[k]; !ok {
+			t.Fatalf("history entry without %s: %v", k, h)
+		}
+	}
+	for _, k := range []string{"start_time", "end_time"} {
+		if _, err := time.Parse(http.TimeFormat, h[k].(string)); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	if res["ok"] != true || res["session_id"] != h["session_id"] || res["replication_id_version"] != 4.0 ||
+		fmt.Sprint(res["source_last_seq"]) != fmt.Sprint(h["recorded_seq"]) {
+		t.Fatalf("answer %v", res)
+	}
+	ck := checkpoint(t, a, "since")
+	if ck == nil || ck["session_id"] != h["session_id"] || fmt.Sprint(ck["source_last_seq"]) != fmt.Sprint(res["source_last_seq"]) ||
+		fmt.Sprint(ck["history"].([]any)[0]) != fmt.Sprint(h) || !strings.HasPrefix(ck["_id"].(string), "_local/") {
+		t.Fatalf("checkpoint %v, answer %v", ck, res)
 	}
 }

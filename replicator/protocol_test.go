@@ -177,3 +177,34 @@ func TestBatchBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestOneWritePerBatch: a worker asks _revs_diff once per batch and its
+// batcher writes once per batch (at worker_batch_size, or on the round's
+// one flush), never a request per doc.
+func TestOneWritePerBatch(t *testing.T) {
+	t.Parallel()
+	a, b := testserver.Start(t), testserver.Start(t)
+	pb := newProxy(t, b)
+	must(t, a, "PUT", "/src", nil, 201)
+	loadDocs(t, a, "src", 0, 50, "")
+	res := must(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("tgt"), "create_target": true,
+		"worker_processes": 1, "worker_batch_size": 10}, 200)
+	if h := history0(t, res); h["docs_written"] != 50.0 {
+		t.Fatalf("history %v", h)
+	}
+	if d, w := pb.count("POST _revs_diff"), pb.count("POST _bulk_docs"); d != 5 || w != 5 {
+		t.Fatalf("%d _revs_diff and %d _bulk_docs for 5 batches of 10", d, w)
+	}
+	// a batch smaller than worker_batch_size (3 new docs, 2 new conflict
+	// revs): one write, at the round's flush
+	loadDocs(t, a, "src", 50, 3, "")
+	must(t, a, "POST", "/src/_bulk_docs", `{"new_edits":false,"docs":[{"_id":"d000","_rev":"1-cccccccccccccccccccccccccccccccc"},`+
+		`{"_id":"d001","_rev":"1-dddddddddddddddddddddddddddddddd"}]}`, 201)
+	before := pb.count("POST _bulk_docs")
+	must(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("tgt"),
+		"worker_processes": 1, "worker_batch_size": 10}, 200)
+	if n := pb.count("POST _bulk_docs") - before; n != 1 {
+		t.Fatalf("%d _bulk_docs for one batch", n)
+	}
+	sameLeaves(t, a, "src", b, "tgt")
+}

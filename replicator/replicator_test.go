@@ -245,6 +245,9 @@ func TestLocalVsHTTP(t *testing.T) {
 	must(t, a, "PUT", "/src", nil, 201)
 	loadDocs(t, a, "src", 0, 40, `,"nested":{"a":[1,2,{"b":"c"}]}`)
 	must(t, a, "POST", "/src/_bulk_docs", `{"new_edits":false,"docs":[{"_id":"d005","_rev":"1-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","x":1}]}`, 201)
+	// attachments, one stored gzipped and one not
+	must(t, a, "PUT", "/src/att", `{"_attachments":{"hello.txt":{"content_type":"text/plain","data":"aGVsbG8gd29ybGQ="},`+
+		`"b.bin":{"content_type":"application/octet-stream","data":"AAECAw=="}}}`, 201)
 	must(t, a, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": dbURL(a, "viahttp"), "create_target": true}, 200)
 	// small batches: each worker takes many, out of order
 	must(t, a, "POST", "/_replicate", map[string]any{"source": "src", "target": "direct", "create_target": true,
@@ -255,6 +258,10 @@ func TestLocalVsHTTP(t *testing.T) {
 	y := must(t, a, "GET", "/direct/_all_docs?include_docs=true&conflicts=true", nil, 200)
 	if fmt.Sprint(x["rows"]) != fmt.Sprint(y["rows"]) {
 		t.Fatalf("bodies differ")
+	}
+	const q = "/att?attachments=true&att_encoding_info=true&revs=true"
+	if x, y := must(t, a, "GET", "/viahttp"+q, nil, 200), must(t, a, "GET", "/direct"+q, nil, 200); fmt.Sprint(x) != fmt.Sprint(y) {
+		t.Fatalf("attachments differ:\n%v\n%v", x, y)
 	}
 }
 

@@ -112,3 +112,20 @@ func TestMaxJobsRotation(t *testing.T) {
 	clear(ran)
 	waitFor(t, 30*time.Second, "new docs reach every target", converged(8))
 }
+
+// TestInitializingState: a job whose start waits on its peer (here a
+// source that does not answer GET /db) is initializing, then completes
+// once the peer answers.
+func TestInitializingState(t *testing.T) {
+	t.Parallel()
+	fp := newFaultPair(t, 10)
+	fp.pa.set(&fault{kind: silent, match: "GET db"})
+	must(t, fp.b, "PUT", "/_replicator/init", fp.repDoc(map[string]any{"connection_timeout": 2000}), 201)
+	waitFor(t, 5*time.Second, "initializing", func() bool { return schedDoc(t, fp.b, "init")["state"] == "initializing" })
+	if d := schedDoc(t, fp.b, "init"); d["error_count"] != 0.0 {
+		t.Fatalf("scheduler doc %v", d)
+	}
+	fp.pa.set(nil)
+	completed(t, fp.b, "init")
+	sameLeaves(t, fp.a, "src", fp.b, "tgt")
+}
