@@ -516,3 +516,34 @@ func TestReadQuorumParam(t *testing.T) {
 		}
 	}
 }
+
+// ?w= is a write's quorum on every write, attachments included: anything
+// but a positive count is a 400 before anything is written.
+func TestWriteQuorumParam(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/wq", nil, nil)
+	var d struct{ Rev string }
+	mustCall(t, s, 201, "PUT", "/wq/d?w=1", `{"v":1}`, &d)
+	mustCall(t, s, 201, "PUT", "/wq/d/a.txt?w=1&rev="+d.Rev, "hello", &d)
+	for _, path := range []string{"/wq/d?w=x&rev=" + d.Rev, "/wq/d/b.txt?w=x&rev=" + d.Rev, "/wq/d/a.txt?w=-1&rev=" + d.Rev} {
+		for _, method := range []string{"PUT", "DELETE"} {
+			body := any(nil)
+			if method == "PUT" {
+				body = `{"v":2}`
+			}
+			var e struct{ Error string }
+			mustCall(t, s, 400, method, path, body, &e)
+			if e.Error != "query_parse_error" {
+				t.Errorf("%s %s: error %q", method, path, e.Error)
+			}
+		}
+	}
+	// nothing was written
+	var cur struct {
+		Rev string `json:"_rev"`
+	}
+	mustCall(t, s, 200, "GET", "/wq/d", nil, &cur)
+	if cur.Rev != d.Rev {
+		t.Errorf("rev %s after refused writes, want %s", cur.Rev, d.Rev)
+	}
+}

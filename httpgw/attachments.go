@@ -95,6 +95,12 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	if strings.HasPrefix(name, "_") {
 		return badRequest("Attachment name '" + name + "' starts with prohibited character '_'")
 	}
+	// w: copies that must commit for a 201 (CouchDB's write quorum; 0 is
+	// the database's default, n/2+1)
+	w, err := intParam(rq, "w", 0)
+	if err != nil {
+		return err
+	}
 	rev := rq.q.Get("rev")
 	if im := strings.Trim(rq.r.Header.Get("If-Match"), `"`); rev == "" && im != "" {
 		rev = im
@@ -147,20 +153,20 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		u.Atts = append(u.Atts, couchdoc.NewAttachment(name, ct, data))
 	}
 	couchdoc.SortAttachments(u.Atts)
-	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
+	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, w)
 	if err != nil {
 		return err
 	}
 	if out[0].Err != nil {
 		return out[0].Err
 	}
-	h := rq.w.Header()
-	status := 201
+	// CouchDB answers an attachment's removal 200 whatever the quorum
+	// (only its PUT tells 201 from 202)
 	if rq.r.Method == http.MethodDelete {
-		status = 200
-	} else {
-		h.Set("Location", g.base(rq)+rq.r.URL.EscapedPath())
+		return g.writeJSON(rq, 200, okRev(id, out[0].Rev))
 	}
+	rq.w.Header().Set("Location", g.base(rq)+rq.r.URL.EscapedPath())
+	status := 201
 	if out[0].Accepted {
 		status = 202
 	}

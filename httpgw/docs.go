@@ -309,10 +309,12 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 	switch {
 	case rq.q.Get("batch") == "ok":
 		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
+	case o.Accepted:
+		// before the deletion's 200, as CouchDB: a delete that reached
+		// fewer than w copies is 202 like any other write
+		status = 202
 	case d.Deleted:
 		status = 200
-	case o.Accepted:
-		status = 202
 	}
 	return g.writeJSON(rq, status, okRev(id, rev))
 }

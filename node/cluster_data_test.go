@@ -342,3 +342,56 @@ func TestClusterPartitionHealsWithConflictsKept(t *testing.T) {
 		return nil
 	})
 }
+
+// What a client sees of w with one copy of three down: a write that
+// reaches w copies is 201 (a deletion 200), one that reaches fewer is 202,
+// whatever kind of write it is; CouchDB answers an attachment's removal
+// 200 whatever the quorum.
+func TestClusterWriteStatusesFollowTheQuorum(t *testing.T) {
+	c := testcluster.New(t, 3)
+	c.Join()
+	if st, body := c.Do(0, "PUT", "/wq?q=1&n=3", ""); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	c.Stop(2)
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(0); len(m.AllNodes) != 2 {
+			return fmt.Errorf("node3 still seen: %+v", m)
+		}
+		return nil
+	})
+	rev := func(body []byte) string {
+		var r struct{ Rev string }
+		if err := json.Unmarshal(body, &r); err != nil || r.Rev == "" {
+			t.Fatalf("no rev in %s", body)
+		}
+		return r.Rev
+	}
+	expect := func(want int, method, path, body string) string {
+		t.Helper()
+		st, out := c.Do(0, method, path, body)
+		if st != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, st, out, want)
+		}
+		return rev(out)
+	}
+	a := expect(201, "PUT", "/wq/a", `{"v":1}`)     // w=2 of 2 live copies
+	b := expect(202, "PUT", "/wq/b?w=3", `{"v":1}`) // 2 of w=3
+	expect(202, "PUT", "/wq/c?w=5", `{"v":1}`)      // w above n: never met
+	expect(200, "DELETE", "/wq/a?rev="+a, "")
+	expect(202, "DELETE", "/wq/b?w=3&rev="+b, "")
+	d := expect(201, "PUT", "/wq/d", `{"v":1}`)
+	expect(202, "PUT", "/wq/d?w=3", fmt.Sprintf(`{"_rev":%q,"_deleted":true}`, d))
+	e := expect(201, "PUT", "/wq/e/x.txt", "one")
+	e = expect(202, "PUT", "/wq/e/y.txt?w=3&rev="+e, "two")
+	e = expect(200, "DELETE", "/wq/e/x.txt?w=3&rev="+e, "")
+	expect(200, "DELETE", "/wq/e/y.txt?rev="+e, "")
+	st, out := c.Do(0, "POST", "/wq/_bulk_docs", `{"w":3,"docs":[{"_id":"f"},{"_id":"g"}]}`)
+	var res []struct{ OK bool }
+	if st != 202 || json.Unmarshal(out, &res) != nil || len(res) != 2 || !res[0].OK || !res[1].OK {
+		t.Fatalf("_bulk_docs with w=3: %d %s, want 202 with both ok", st, out)
+	}
+	if st, out := c.Do(0, "POST", "/wq/_bulk_docs?w=2", `{"docs":[{"_id":"h"}]}`); st != 201 {
+		t.Fatalf("_bulk_docs with w=2: %d %s", st, out)
+	}
+}
