@@ -93,7 +93,9 @@ func toCouch(err error) *couchError {
 	case errors.Is(err, context.DeadlineExceeded):
 		return newErr(500, "timeout", "The request could not be processed in a reasonable amount of time.")
 	case errors.Is(err, actors.ErrUnreachable):
-		return newErr(500, "internal_server_error", "shard unavailable")
+		// no copy that the request needs answered (its node is down):
+		// CouchDB's answer when a range has no live copy
+		return newErr(500, "nodedown", "progress not possible")
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -119,7 +119,7 @@ func (g *Gateway) handleVersions(rq *req) error {
 // client's credentials: every node answers for every other.
 func (g *Gateway) proxyNode(rq *req, name string) error {
 	if g.cfg.Cluster == nil {
-		return newErr(404, "not_found", "unknown node: "+name)
+		return errNoSuchNode(name)
 	}
 	r, err := g.cfg.Cluster.Members(rq.ctx)
 	if err != nil {
@@ -130,12 +130,13 @@ func (g *Gateway) proxyNode(rq *req, name string) error {
 			continue
 		}
 		if m.HttpAddr == "" {
-			return newErr(502, "nodedown", "no HTTP address known for "+name)
+			return errNodeDown(name)
 		}
 		target := &url.URL{Scheme: "http", Host: m.HttpAddr}
 		p := httputil.NewSingleHostReverseProxy(target)
-		p.ErrorHandler = func(http.ResponseWriter, *http.Request, error) {
-			g.fail(rq, newErr(502, "nodedown", name+" did not answer"))
+		p.ErrorHandler = func(_ http.ResponseWriter, _ *http.Request, err error) {
+			g.log.Warn("node request not answered", "node", name, "err", err)
+			g.fail(rq, errNodeDown(name))
 		}
 		out := rq.r.Clone(rq.ctx)
 		// the other node sees the request as for itself
@@ -144,5 +145,10 @@ func (g *Gateway) proxyNode(rq *req, name string) error {
 		p.ServeHTTP(rq.w, out)
 		return nil
 	}
-	return newErr(404, "not_found", "unknown node: "+name)
+	return errNoSuchNode(name)
 }
+
+// CouchDB's answers for /_node/<name>/... naming a node that is not a
+// member, and one that is but does not answer (chttpd_node's call_node).
+func errNoSuchNode(name string) error { return newErr(404, "not_found", "no such node: "+name) }
+func errNodeDown(name string) error   { return newErr(412, "nodedown", name+" is down") }

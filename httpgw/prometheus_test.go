@@ -140,7 +140,7 @@ func TestPrometheusAdminOnly(t *testing.T) {
 	}
 	var e struct{ Error, Reason string }
 	mustCall(t, s, 404, "GET", "/_node/nobody@nowhere/_prometheus", nil, &e)
-	if e.Error != "not_found" || e.Reason != "unknown node: nobody@nowhere" {
+	if e.Error != "not_found" || e.Reason != "no such node: nobody@nowhere" {
 		t.Errorf("unknown node: %+v", e)
 	}
 }

@@ -395,3 +395,44 @@ func TestClusterWriteStatusesFollowTheQuorum(t *testing.T) {
 		t.Fatalf("_bulk_docs with w=2: %d %s", st, out)
 	}
 }
+
+// A range whose only copy is on a node that is down cannot be read or
+// written: CouchDB's 500 nodedown "progress not possible", not a hang.
+func TestClusterRangeWithoutLiveCopyIsNodedown(t *testing.T) {
+	c := testcluster.New(t, 2)
+	c.Join()
+	if st, body := c.Do(0, "PUT", "/solo?q=1&n=1", ""); st != 201 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	var one struct{ Nodes []string }
+	st, body := c.Do(0, "GET", "/solo/_shards/d", "")
+	if st != 200 || json.Unmarshal(body, &one) != nil || len(one.Nodes) != 1 {
+		t.Fatalf("_shards/d: %d %s", st, body)
+	}
+	holder := 0
+	if one.Nodes[0] == c.Name(1) {
+		holder = 1
+	}
+	other := 1 - holder
+	if st, body := c.Do(other, "PUT", "/solo/d", `{"v":1}`); st != 201 {
+		t.Fatalf("write: %d %s", st, body)
+	}
+	c.Stop(holder)
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(other); len(m.AllNodes) != 1 {
+			return fmt.Errorf("holder still seen: %+v", m)
+		}
+		return nil
+	})
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/solo/_all_docs", ""},
+		{"GET", "/solo/d", ""},
+		{"PUT", "/solo/e", `{"v":1}`},
+	} {
+		var e struct{ Error, Reason string }
+		st, body := c.Do(other, r.method, r.path, r.body)
+		if st != 500 || json.Unmarshal(body, &e) != nil || e.Error != "nodedown" || e.Reason != "progress not possible" {
+			t.Errorf("%s %s with its only copy down: %d %s, want 500 nodedown", r.method, r.path, st, body)
+		}
+	}
+}

@@ -9,6 +9,7 @@
 package node_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"slices"
@@ -110,18 +111,52 @@ func TestSingleNodeCannotJoin(t *testing.T) {
 	}
 }
 
-func TestNodeEndpointsRoutedToOtherNodes(t *testing.T) {
+// /_node/<name>/... is answered by the named node, through any node, and
+// with CouchDB's errors for a name that is no member (404 not_found "no
+// such node") and for a member that is down (412 nodedown "<name> is
+// down").
+func TestClusterNodeEndpointsRoutedToOtherNodes(t *testing.T) {
 	c := testcluster.New(t, 2)
 	c.Join()
+	var sys struct {
+		Goroutines int `json:"goroutines"`
+	}
 	st, body := c.Do(0, "GET", "/_node/"+c.Name(1)+"/_system", "")
-	if st != 200 || !strings.Contains(string(body), "goroutines") {
+	if st != 200 || json.Unmarshal(body, &sys) != nil || sys.Goroutines < 1 {
 		t.Fatalf("_system of node2 through node1: %d %s", st, body)
 	}
+	var info struct{ Name string }
 	st, body = c.Do(0, "GET", "/_node/"+c.Name(1), "")
-	if st != 200 || !strings.Contains(string(body), c.Name(1)) {
+	if st != 200 || json.Unmarshal(body, &info) != nil || info.Name != c.Name(1) {
 		t.Fatalf("_node/node2 through node1: %d %s", st, body)
 	}
-	if st, _ := c.Do(0, "GET", "/_node/ghost@127.0.0.1/_stats", ""); st != 404 {
-		t.Fatalf("unknown node: %d", st)
+	var stats struct {
+		CouchDB struct {
+			Httpd struct {
+				Requests struct{ Value int } `json:"requests"`
+			} `json:"httpd"`
+		} `json:"couchdb"`
 	}
+	st, body = c.Do(0, "GET", "/_node/"+c.Name(1)+"/_stats", "")
+	if st != 200 || json.Unmarshal(body, &stats) != nil || stats.CouchDB.Httpd.Requests.Value < 1 {
+		t.Fatalf("_stats of node2 through node1: %d %s", st, body)
+	}
+	var vers struct {
+		Settee map[string]string `json:"settee"`
+	}
+	st, body = c.Do(1, "GET", "/_node/"+c.Name(0)+"/_versions", "")
+	if st != 200 || json.Unmarshal(body, &vers) != nil || vers.Settee["version"] == "" {
+		t.Fatalf("_versions of node1 through node2: %d %s", st, body)
+	}
+	couchErr := func(path string, wantStatus int, wantErr, wantReason string) {
+		t.Helper()
+		var e struct{ Error, Reason string }
+		st, body := c.Do(0, "GET", path, "")
+		if st != wantStatus || json.Unmarshal(body, &e) != nil || e.Error != wantErr || e.Reason != wantReason {
+			t.Fatalf("GET %s: %d %s, want %d {%q, %q}", path, st, body, wantStatus, wantErr, wantReason)
+		}
+	}
+	couchErr("/_node/ghost@127.0.0.1/_stats", 404, "not_found", "no such node: ghost@127.0.0.1")
+	c.Stop(1)
+	couchErr("/_node/"+c.Name(1)+"/_stats", 412, "nodedown", c.Name(1)+" is down")
 }
