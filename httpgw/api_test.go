@@ -547,3 +547,19 @@ func TestWriteQuorumParam(t *testing.T) {
 		t.Errorf("rev %s after refused writes, want %s", cur.Rev, d.Rev)
 	}
 }
+
+// A node without --node-addr is a finished single node in CouchDB's
+// terms, and cannot add nodes.
+func TestClusterSetupOnASingleNode(t *testing.T) {
+	s := testserver.Start(t)
+	var st struct{ State string }
+	mustCall(t, s, 200, "GET", "/_cluster_setup", nil, &st)
+	if st.State != "single_node_enabled" {
+		t.Errorf("state %q, want single_node_enabled", st.State)
+	}
+	var e struct{ Error, Reason string }
+	mustCall(t, s, 400, "POST", "/_cluster_setup", `{"action":"add_node","host":"127.0.0.1","port":5985,"username":"a","password":"b"}`, &e)
+	if e.Error != "bad_request" || !strings.Contains(e.Reason, "--node-addr") {
+		t.Errorf("add_node on a single node: %+v", e)
+	}
+}

@@ -184,7 +184,10 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 	clustered := g.cfg.Cluster != nil && g.cfg.Cluster.Clustered()
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
-		state := "single_node_disabled"
+		// CouchDB's states: a node without --node-addr is a finished
+		// single node (its system databases exist from its first start),
+		// single_node_disabled would say they are missing
+		state := "single_node_enabled"
 		if clustered {
 			state = "cluster_enabled"
 			if _, members, err := g.membership(rq); err == nil && len(members) > 1 {
