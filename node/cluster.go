@@ -239,6 +239,10 @@ func (n *Node) AddNode(ctx context.Context, host string, port int, user, passwor
 }
 
 var (
+	// ErrClusterMember: a node whose store records other members was
+	// started without --node-addr. The cluster secret is required once a
+	// node has joined.
+	ErrClusterMember = errors.New("node: this data dir belongs to a member of a cluster: start the node with --node-addr and --cluster-secret")
 	// ErrBadCredentials: the other node refused the admin credentials.
 	ErrBadCredentials = errors.New("node: wrong credentials for the other node")
 	// ErrClusterUnreachable: the other node's transport did not answer,

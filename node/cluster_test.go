@@ -9,7 +9,9 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -159,4 +161,35 @@ func TestClusterNodeEndpointsRoutedToOtherNodes(t *testing.T) {
 	couchErr("/_node/ghost@127.0.0.1/_stats", 404, "not_found", "no such node: ghost@127.0.0.1")
 	c.Stop(1)
 	couchErr("/_node/"+c.Name(1)+"/_stats", 412, "nodedown", c.Name(1)+" is down")
+}
+
+// The cluster secret is required once a node has joined: restarted
+// without its transport, a member would serve its own copies alone and
+// never reach the others. It refuses to start, saying why.
+func TestClusterMemberRefusesToStartWithoutNodeAddr(t *testing.T) {
+	c := testcluster.New(t, 2)
+	c.Join()
+	c.Stop(1)
+	cfg := node.Default()
+	cfg.Name = c.Name(1)
+	cfg.DataDir = c.Nodes[1].DataDir
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.Admin = testserver.AdminUser + ":" + testserver.AdminPassword
+	cfg.MemoryMB = 64
+	n, err := node.Start(context.Background(), cfg)
+	if err == nil {
+		_ = n.Close(context.Background())
+		t.Fatal("a member of a cluster started without --node-addr")
+	}
+	if !errors.Is(err, node.ErrClusterMember) || !strings.Contains(err.Error(), c.Name(0)) {
+		t.Fatalf("error %q, want ErrClusterMember naming %s", err, c.Name(0))
+	}
+	// with its transport it starts and is a member as before
+	c.Restart(1)
+	c.WaitFor(15*time.Second, func() error {
+		if m := c.Membership(0); len(m.AllNodes) != 2 {
+			return fmt.Errorf("node2 not back: %+v", m)
+		}
+		return nil
+	})
 }

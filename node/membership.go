@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync/atomic"
@@ -82,6 +83,33 @@ func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomi
 	}
 	m.publish(time.Now())
 	return m, nil
+}
+
+// storedPeers lists the other members this node's store records (not
+// removed): a node that has joined a cluster has some.
+func storedPeers(db *badger.DB, self string) ([]string, error) {
+	var out []string
+	err := db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = keyMember("")
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			mem := &pb.Member{}
+			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, mem) }); err != nil {
+				return err
+			}
+			if mem.Name != self && !mem.Removed {
+				out = append(out, mem.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: read members: %w", err)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // heard records a sign of life from a member; the published view follows

@@ -98,6 +98,17 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		_ = n.db.Close()
 		return nil, err
 	}
+	// a member of a cluster started without its transport would serve its
+	// own copies alone and never reach the others' (nor they its own)
+	if cfg.Cluster.NodeAddr == "" {
+		peers, err := storedPeers(n.db, cfg.Name)
+		if err != nil {
+			return fail(err)
+		}
+		if len(peers) > 0 {
+			return fail(fmt.Errorf("%w (its members: %s)", ErrClusterMember, strings.Join(peers, ", ")))
+		}
+	}
 	uuid, err := loadOrCreate(n.db, keyNodeUUID, func() ([]byte, error) { return []byte(newUUID()), nil })
 	if err != nil {
 		return fail(err)
