@@ -90,11 +90,14 @@ func startRemote(sys *actor.ActorSystem, addr, advertise, secret string) (r *rem
 				}
 				return h(srv, ss)
 			}),
-			grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			grpc.UnaryInterceptor(func(ctx context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
 				if err := checkToken(ctx, token); err != nil {
 					return nil, err
 				}
-				return h(ctx, req)
+				// nodes talk over the message stream only; protoactor's
+				// unary calls (ListProcesses, GetProcessDiagnostics)
+				// panic "implement me", which would end the process
+				return nil, status.Errorf(codes.Unimplemented, "settee: %s is not served", info.FullMethod)
 			}),
 		),
 		// replacing protoactor's dial options drops its default insecure

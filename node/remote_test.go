@@ -9,12 +9,19 @@
 package node
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/settee/settee/proto"
 )
@@ -68,6 +75,64 @@ func TestRemoteRequiresClusterSecret(t *testing.T) {
 			}
 			if err == nil {
 				t.Fatalf("a peer with the wrong secret got an answer: %v", res)
+			}
+		})
+	}
+}
+
+// A peer that speaks the transport's gRPC without the cluster token (not
+// a settee node with another secret, but any client) is refused on both
+// the unary calls and the message stream, before any actor message is
+// read.
+func TestRemoteRefusesPeersWithoutTheSecret(t *testing.T) {
+	server := quietSystem()
+	t.Cleanup(server.Shutdown)
+	r, addr, err := startRemote(server, "127.0.0.1:0", "", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(false) })
+	conn, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	client := remote.NewRemotingClient(conn)
+	tests := []struct {
+		name  string
+		token string // sent as the header; "" sends none
+		ok    bool
+	}{
+		{"no token", "", false},
+		{"the secret itself", "s3cret", false},
+		{"another secret's token", clusterToken("guess"), false},
+		{"the cluster's token", clusterToken("s3cret"), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if tc.token != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, secretHeader, tc.token)
+			}
+			_, err := client.ListProcesses(ctx, &remote.ListProcessesRequest{})
+			if tc.ok {
+				// past the token, protoactor's unary calls are refused
+				// rather than left to panic the node
+				if status.Code(err) != codes.Unimplemented {
+					t.Fatalf("unary call with the token: %v, want Unimplemented", err)
+				}
+				return
+			}
+			if status.Code(err) != codes.Unauthenticated {
+				t.Fatalf("unary call: %v, want Unauthenticated", err)
+			}
+			stream, err := client.Receive(ctx)
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			if status.Code(err) != codes.Unauthenticated {
+				t.Fatalf("message stream: %v, want Unauthenticated", err)
 			}
 		})
 	}
