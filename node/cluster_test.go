@@ -193,3 +193,145 @@ func TestClusterMemberRefusesToStartWithoutNodeAddr(t *testing.T) {
 		return nil
 	})
 }
+
+// --join joins at start-up, retrying until the other node answers (a
+// compose cluster's first start), and is harmless at every later start.
+// A node behind an address translation (--advertise-addr) is dialled at
+// the advertised address.
+func TestJoinFlagFormsTheClusterAndIsIdempotent(t *testing.T) {
+	firstHTTP := freeAddr(t)
+	nodeAddr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(nodeAddr)
+	advertised := "localhost:" + port
+	second := testserver.Start(t, func(cfg *node.Config) {
+		cfg.Name = "second@127.0.0.1"
+		cfg.Cluster = node.ClusterConfig{NodeAddr: nodeAddr, AdvertiseAddr: advertised,
+			Secret: testcluster.Secret, Join: []string{firstHTTP}}
+	})
+	// the node it joins starts later
+	time.Sleep(300 * time.Millisecond)
+	first := testserver.Start(t, func(cfg *node.Config) {
+		cfg.Name = "first@127.0.0.1"
+		cfg.HTTPAddr = firstHTTP
+		cfg.Cluster = node.ClusterConfig{NodeAddr: freeAddr(t), Secret: testcluster.Secret}
+	})
+	nodes := []*testserver.Server{first, second}
+	get := func(s *testserver.Server, path string, out any) int {
+		t.Helper()
+		resp := s.Do(t, "GET", path, nil)
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		return resp.StatusCode
+	}
+	want := []string{"first@127.0.0.1", "second@127.0.0.1"}
+	formed := func() error {
+		for i, s := range nodes {
+			var m testcluster.Membership
+			if st := get(s, "/_membership", &m); st != 200 || !slices.Equal(m.AllNodes, want) || !slices.Equal(m.ClusterNodes, want) {
+				return fmt.Errorf("node %d: %d %+v", i, st, m)
+			}
+		}
+		return nil
+	}
+	waitFor(t, 30*time.Second, formed)
+	var rec struct {
+		NodeAddr string `json:"node_addr"`
+	}
+	if st := get(first, "/_node/_local/_nodes/second@127.0.0.1", &rec); st != 200 || rec.NodeAddr != advertised {
+		t.Fatalf("first records second at %q (%d), want the advertised %q", rec.NodeAddr, st, advertised)
+	}
+	// both copies reached through the advertised address: 201
+	if resp := first.Do(t, "PUT", "/jd?q=1&n=2", nil); resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	if resp := first.Do(t, "PUT", "/jd/a?w=2", `{"v":1}`); resp.StatusCode != 201 {
+		t.Fatalf("write with w=2: %d", resp.StatusCode)
+	}
+
+	// restarts with the same --join change nothing
+	second.Restart(t)
+	waitFor(t, 30*time.Second, formed)
+	first.Restart(t)
+	waitFor(t, 30*time.Second, formed)
+	for i, s := range nodes {
+		var all struct {
+			TotalRows int `json:"total_rows"`
+		}
+		if st := get(s, "/_node/_local/_nodes/_all_docs", &all); st != 200 || all.TotalRows != 2 {
+			t.Fatalf("node %d's _nodes after restarts: %d %+v", i, st, all)
+		}
+		var d struct{ V int }
+		if st := get(s, "/jd/a", &d); st != 200 || d.V != 1 {
+			t.Fatalf("node %d: doc after restarts: %d %+v", i, st, d)
+		}
+	}
+}
+
+// PUT /_node/_local/_nodes/<name> adds a member as CouchDB's _nodes
+// database does (settee needs the node's node_addr), the news reaches the
+// new member, and DELETE removes one; an unknown name is a 404.
+func TestClusterNodesDatabasePutAndDelete(t *testing.T) {
+	c := testcluster.New(t, 2)
+	var self struct {
+		NodeAddr string `json:"node_addr"`
+	}
+	st, body := c.Do(1, "GET", "/_node/_local", "")
+	if st != 200 || json.Unmarshal(body, &self) != nil || self.NodeAddr == "" {
+		t.Fatalf("_node/_local of node2: %d %s", st, body)
+	}
+	doc := fmt.Sprintf(`{"node_addr":%q,"http_addr":%q}`, self.NodeAddr, c.Nodes[1].Node.Addr())
+	if st, body := c.Do(0, "PUT", "/_node/_local/_nodes/"+c.Name(1), doc); st != 201 {
+		t.Fatalf("PUT _nodes doc: %d %s", st, body)
+	}
+	want := []string{c.Name(0), c.Name(1)}
+	c.WaitFor(15*time.Second, func() error {
+		for i := range 2 {
+			if m := c.Membership(i); !slices.Equal(m.ClusterNodes, want) || !slices.Equal(m.AllNodes, want) {
+				return fmt.Errorf("node %d: %+v", i, m)
+			}
+		}
+		return nil
+	})
+	if st, body := c.Do(0, "PUT", "/_node/_local/_nodes/x@127.0.0.1", `{}`); st != 400 {
+		t.Fatalf("PUT _nodes doc without node_addr: %d %s", st, body)
+	}
+	if st, body := c.Do(0, "DELETE", "/_node/_local/_nodes/ghost@127.0.0.1", ""); st != 404 {
+		t.Fatalf("DELETE unknown _nodes doc: %d %s", st, body)
+	}
+	if st, body := c.Do(0, "DELETE", "/_node/_local/_nodes/"+c.Name(1), ""); st != 200 {
+		t.Fatalf("DELETE _nodes doc: %d %s", st, body)
+	}
+	if m := c.Membership(0); !slices.Equal(m.ClusterNodes, want[:1]) || !slices.Equal(m.AllNodes, want[:1]) {
+		t.Fatalf("node1 after removing node2: %+v", m)
+	}
+	if st, _ := c.Do(0, "GET", "/_node/_local/_nodes/"+c.Name(1), ""); st != 404 {
+		t.Fatalf("GET removed _nodes doc: %d", st)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitFor(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not after %v: %v", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
