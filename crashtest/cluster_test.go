@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -123,6 +124,64 @@ func TestClusterKillNode(t *testing.T) {
 		t.Fatalf("the restarted node alone lacks %d acknowledged docs: %s", len(lost), strings.Join(lost[:min(10, len(lost))], ","))
 	}
 	t.Logf("%d acknowledged writes, all served by the restarted node alone", len(acked))
+}
+
+// TestClusterHungNodeCostsOneRequestTimeout freezes a node (SIGSTOP: its
+// connections stay open, so nothing tells the others it is gone until it
+// misses its heartbeats) and checks that a request needing its copy costs
+// no more than --request-timeout: a write answers 202 (the other copy
+// committed) and a read answers from the copy it has, both within the
+// timeout instead of hanging.
+func TestClusterHungNodeCostsOneRequestTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess cluster test")
+	}
+	const timeout = 2 * time.Second
+	nodes := make([]*server, 2)
+	for i := range nodes {
+		s := newServer(t)
+		s.addr = freeAddr(t)
+		s.extra = []string{"--name", fmt.Sprintf("h%d@127.0.0.1", i+1), "--node-addr", freeAddr(t),
+			"--cluster-secret", "hang-secret", "--request-timeout", timeout.String()}
+		if i > 0 {
+			s.extra = append(s.extra, "--join", nodes[0].addr)
+		}
+		nodes[i] = s
+		s.start()
+	}
+	c := newClient(nodes[0].baseURL())
+	defer c.close()
+	waitFor(t, 30*time.Second, func() error {
+		var m struct {
+			AllNodes []string `json:"all_nodes"`
+		}
+		st, b, err := c.do("GET", "/_membership", nil)
+		if err != nil || st != 200 || json.Unmarshal(b, &m) != nil || len(m.AllNodes) != 2 {
+			return fmt.Errorf("membership: %d %s %v", st, clip(b), err)
+		}
+		return nil
+	})
+	c.mustJSON(t, "PUT", "/hang?q=1&n=2", nil, 201, nil)
+	c.mustJSON(t, "PUT", "/hang/a", []byte(`{"v":1}`), 201, nil)
+
+	if err := nodes[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = nodes[1].cmd.Process.Signal(syscall.SIGCONT) }()
+	// the first requests run before the heartbeats miss (4 s): they wait
+	// on the frozen copy until the timeout, not longer
+	slack := timeout + 1500*time.Millisecond
+	t0 := time.Now()
+	c.mustJSON(t, "PUT", "/hang/b", []byte(`{"v":1}`), 202, nil)
+	if d := time.Since(t0); d > slack {
+		t.Errorf("write with a frozen copy took %v, want at most ~%v", d, timeout)
+	}
+	t0 = time.Now()
+	var doc struct{ V int }
+	c.mustJSON(t, "GET", "/hang/a?r=2", nil, 200, &doc)
+	if d := time.Since(t0); d > slack || doc.V != 1 {
+		t.Errorf("read with a frozen copy: %+v in %v, want it within ~%v", doc, d, timeout)
+	}
 }
 
 func waitFor(t *testing.T, d time.Duration, f func() error) {
