@@ -385,6 +385,8 @@ func TestFaultGarbage(t *testing.T) {
 		{"bulk_get not json", true, "POST _bulk_get", "\x00\x01garbage", "bad _bulk_get answer"},
 		{"bulk_get wrong shape", true, "POST _bulk_get", `{"results":[{"id":"d000","docs":{"ok":1}}]}`, "bad _bulk_get answer"},
 		{"bulk_get answers nothing", true, "POST _bulk_get", `{"results":[]}`, "bad _bulk_get answer"},
+		{"bulk_docs not json", false, "POST _bulk_docs", "<html>502 Bad Gateway</html>", "bad _bulk_docs answer"},
+		{"bulk_docs wrong shape", false, "POST _bulk_docs", `{"ok":true}`, "bad _bulk_docs answer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -80,6 +80,12 @@ func TestBulkGetFallback(t *testing.T) {
 					t.Fatalf("open_revs request %v", q)
 				}
 			}
+			// the one-shot job reads _changes as a normal feed of every leaf
+			for _, c := range pa.requests("GET _changes") {
+				if c.query.Get("style") != "all_docs" || c.query.Get("feed") != "normal" {
+					t.Fatalf("_changes request %v", c.query)
+				}
+			}
 		})
 	}
 }
