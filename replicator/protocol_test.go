@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/settee/settee/internal/testserver"
 )
@@ -213,4 +214,76 @@ func TestOneWritePerBatch(t *testing.T) {
 		t.Fatalf("%d _bulk_docs for one batch", n)
 	}
 	sameLeaves(t, a, "src", b, "tgt")
+}
+
+// TestFiltersOverHTTP: doc_ids and selector with an HTTP source, one-shot
+// and continuous: doc_ids go to the source as POST
+// _changes?filter=_doc_ids (normal feed, then longpolls), the selector is
+// matched on the fetched revs; only matching docs arrive, later ones too.
+func TestFiltersOverHTTP(t *testing.T) {
+	t.Parallel()
+	a, b := testserver.Start(t), testserver.Start(t)
+	pa := newProxy(t, a)
+	must(t, a, "PUT", "/src", nil, 201)
+	loadDocs(t, a, "src", 0, 20, "")
+
+	ids := []string{"d003", "d007", "d100"} // d100 comes later
+	res := must(t, b, "POST", "/_replicate", map[string]any{"source": pa.dbURL("src"), "target": "ids", "create_target": true,
+		"doc_ids": ids}, 200)
+	if got := leaves(t, b, "ids"); len(got) != 2 || got["d003"] == "" || got["d007"] == "" {
+		t.Fatalf("doc_ids copied %v (%v)", got, res)
+	}
+	if n := pa.count("GET _changes"); n != 0 {
+		t.Fatalf("%d unfiltered _changes requests", n)
+	}
+	for _, r := range pa.requests("POST _changes") {
+		if r.query.Get("filter") != "_doc_ids" || r.query.Get("style") != "all_docs" {
+			t.Fatalf("_changes request %v", r.query)
+		}
+	}
+
+	sel := map[string]any{"type": "even", "n": map[string]any{"$lt": 10}}
+	must(t, b, "POST", "/_replicate", map[string]any{"source": pa.dbURL("src"), "target": "sel", "create_target": true, "selector": sel}, 200)
+	if got := leaves(t, b, "sel"); len(got) != 5 || got["d008"] == "" || got["d010"] != "" || got["d001"] != "" {
+		t.Fatalf("selector copied %v", got)
+	}
+
+	// continuous: new and changed docs that pass the filter arrive, others do not
+	for _, c := range []struct {
+		target string
+		filter map[string]any
+	}{{"ids", map[string]any{"doc_ids": ids}}, {"sel", map[string]any{"selector": sel}}} {
+		rep := map[string]any{"source": pa.dbURL("src"), "target": c.target, "continuous": true}
+		for k, v := range c.filter {
+			rep[k] = v
+		}
+		must(t, b, "POST", "/_replicate", rep, 202)
+		t.Cleanup(func() {
+			rep["cancel"] = true
+			call(t, b, "POST", "/_replicate", rep)
+		})
+	}
+	must(t, a, "PUT", "/src/d100", `{"type":"even","n":4}`, 201)
+	must(t, a, "PUT", "/src/d101", `{"type":"even","n":4}`, 201)
+	d3 := must(t, a, "GET", "/src/d003", nil, 200)
+	d3["n"] = 2
+	d3["type"] = "even"
+	must(t, a, "PUT", "/src/d003", d3, 201)
+	waitFor(t, 10*time.Second, "filtered changes", func() bool {
+		i, s := leaves(t, b, "ids"), leaves(t, b, "sel")
+		return len(i) == 3 && i["d100"] != "" && strings.HasPrefix(i["d003"], "2-") &&
+			len(s) == 8 && s["d100"] != "" && s["d101"] != "" && strings.HasPrefix(s["d003"], "2-")
+	})
+	if got := leaves(t, b, "ids"); got["d101"] != "" {
+		t.Fatalf("doc_ids let d101 through: %v", got)
+	}
+	longpolls := 0
+	for _, r := range pa.requests("POST _changes") {
+		if r.query.Get("feed") == "longpoll" && r.query.Get("filter") == "_doc_ids" {
+			longpolls++
+		}
+	}
+	if longpolls == 0 {
+		t.Fatal("the continuous doc_ids job never long-polled with its filter")
+	}
 }
