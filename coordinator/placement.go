@@ -86,3 +86,9 @@ func (c *Coordinator) Shards(ctx context.Context, db string) ([]Range, error) {
 	_, ranges, err := c.lookup(ctx, db)
 	return ranges, err
 }
+
+// ShardMap returns a database's record with its ranges (its document in
+// the _dbs system database).
+func (c *Coordinator) ShardMap(ctx context.Context, db string) (*pb.DbRecord, []Range, error) {
+	return c.lookup(ctx, db)
+}

@@ -563,3 +563,55 @@ func TestClusterSetupOnASingleNode(t *testing.T) {
 		t.Errorf("add_node on a single node: %+v", e)
 	}
 }
+
+// A database's shard map is its document in the _dbs system database, in
+// CouchDB's shape: by_range and by_node agree with GET /db/_shards, the
+// changelog adds every copy, the suffix is the creation time.
+func TestDbsDocumentIsTheShardMap(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/mapped?q=2", nil, nil)
+	var shards struct{ Shards map[string][]string }
+	mustCall(t, s, 200, "GET", "/mapped/_shards", nil, &shards)
+	var doc struct {
+		ID        string              `json:"_id"`
+		Rev       string              `json:"_rev"`
+		Suffix    []int               `json:"shard_suffix"`
+		Changelog [][]string          `json:"changelog"`
+		ByNode    map[string][]string `json:"by_node"`
+		ByRange   map[string][]string `json:"by_range"`
+	}
+	mustCall(t, s, 200, "GET", "/_node/_local/_dbs/mapped", nil, &doc)
+	if doc.ID != "mapped" || !strings.HasPrefix(doc.Rev, "1-") || len(doc.ByRange) != 2 || len(doc.Changelog) != 2 {
+		t.Fatalf("_dbs doc: %+v", doc)
+	}
+	for r, nodes := range shards.Shards {
+		if strings.Join(doc.ByRange[r], ",") != strings.Join(nodes, ",") {
+			t.Errorf("by_range[%s] = %v, _shards says %v", r, doc.ByRange[r], nodes)
+		}
+	}
+	if got := doc.ByNode["settee@127.0.0.1"]; len(got) != 2 || got[0] != "00000000-7fffffff" || got[1] != "80000000-ffffffff" {
+		t.Errorf("by_node: %v", doc.ByNode)
+	}
+	if doc.Changelog[0][0] != "add" || doc.Changelog[0][1] != "00000000-7fffffff" || doc.Changelog[0][2] != "settee@127.0.0.1" {
+		t.Errorf("changelog: %v", doc.Changelog)
+	}
+	if len(doc.Suffix) < 2 || doc.Suffix[0] != '.' {
+		t.Errorf("shard_suffix: %v", doc.Suffix)
+	}
+	var all struct {
+		Rows []struct {
+			ID    string
+			Value struct{ Rev string }
+		}
+	}
+	mustCall(t, s, 200, "GET", "/_node/_local/_dbs/_all_docs", nil, &all)
+	found := false
+	for _, r := range all.Rows {
+		found = found || (r.ID == "mapped" && r.Value.Rev == doc.Rev)
+	}
+	if !found {
+		t.Errorf("_dbs/_all_docs lacks mapped at %s: %+v", doc.Rev, all.Rows)
+	}
+	mustCall(t, s, 404, "GET", "/_node/_local/_dbs/nope", nil, nil)
+	mustCall(t, s, 405, "PUT", "/_node/_local/_dbs/mapped", `{}`, nil)
+}

@@ -103,6 +103,9 @@ func (g *Gateway) handleNode(rq *req) error {
 	if rest[0] == "_nodes" {
 		return g.handleNodesDB(rq, rest[1:])
 	}
+	if rest[0] == "_dbs" {
+		return g.handleDbsDB(rq, rest[1:])
+	}
 	if rest[0] == "_config" {
 		return g.handleConfig(rq, rest[1:])
 	}

@@ -244,6 +244,17 @@ func TestClusterShardMapEndpoints(t *testing.T) {
 	if st != 200 || json.Unmarshal(body, &one) != nil || len(one.Nodes) != 2 || shards.Shards[one.Range] == nil {
 		t.Fatalf("_shards/<docid>: %d %s", st, body)
 	}
+	// every node holds the same map, as its _dbs document
+	for i := range 3 {
+		var doc struct {
+			ByRange map[string][]string `json:"by_range"`
+			ByNode  map[string][]string `json:"by_node"`
+		}
+		st, body := c.Do(i, "GET", "/_node/_local/_dbs/sm", "")
+		if st != 200 || json.Unmarshal(body, &doc) != nil || fmt.Sprint(doc.ByRange) != fmt.Sprint(shards.Shards) || len(doc.ByNode) != 3 {
+			t.Fatalf("node %d's _dbs/sm: %d %s, want by_range %v", i, st, body, shards.Shards)
+		}
+	}
 	if st, body := c.Do(0, "POST", "/sm/_sync_shards", ""); st != 202 {
 		t.Fatalf("_sync_shards: %d %s", st, body)
 	}
