@@ -97,39 +97,77 @@ func (c *Coordinator) UpdateDocs(ctx context.Context, db string, docs []*pb.DocU
 		i := RangeOf(ranges, d.Id)
 		per[i] = append(per[i], d)
 	}
-	type answer struct {
-		res *pb.UpdateResult
-		err error
-	}
-	answers := make(chan answer, len(ranges)*4)
-	sent := 0
-	to := actors.Timeout(ctx)
+	// replies arrive on one channel; a copy whose node is seen down while
+	// the write waits on it counts as failed at once, not at the timeout
+	// (a node that hangs without closing its connections never answers)
+	var refs []*pb.ShardRef // by gather tag
+	var batches []*pb.UpdateDocs
 	for i, ds := range per {
 		if len(ds) == 0 {
 			continue
 		}
+		m := &pb.UpdateDocs{Docs: ds, NewEdits: newEdits, Reply: true}
 		for _, cp := range c.copies(ranges[i]) {
-			f := c.root.RequestFuture(c.pl.PID(cp), &pb.UpdateDocs{Docs: ds, NewEdits: newEdits, Reply: true}, to)
-			sent++
-			go func() {
-				res, err := actors.Await[*pb.UpdateResult](ctx, f)
-				answers <- answer{res, err}
-			}()
+			refs = append(refs, cp)
+			batches = append(batches, m)
 		}
 	}
+	g := actors.NewGather(c.root, len(refs))
+	defer g.Close()
+	for i, cp := range refs {
+		g.Request(i, c.pl.PID(cp), batches[i])
+	}
+	waiting := make([]bool, len(refs))
+	for i := range waiting {
+		waiting[i] = true
+	}
+	deadline := time.NewTimer(actors.Timeout(ctx))
+	defer deadline.Stop()
+	live := time.NewTicker(liveCheck)
+	defer live.Stop()
 	out := make([]Outcome, len(docs))
 	acks := make([]int, len(docs))
 	done := 0
 	var firstErr error
-	for got := 0; got < sent && done < len(docs); got++ {
-		a := <-answers
-		if a.err != nil {
-			if firstErr == nil {
-				firstErr = a.err
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+wait:
+	for left := len(refs); left > 0 && done < len(docs); {
+		var res *pb.UpdateResult
+		select {
+		case ans := <-g.C():
+			waiting[ans.Tag] = false
+			left--
+			r, ok := ans.Msg.(*pb.UpdateResult)
+			switch {
+			case ans.Err != nil:
+				fail(ans.Err)
+				continue
+			case !ok:
+				fail(fmt.Errorf("coordinator: unexpected reply %T", ans.Msg))
+				continue
+			}
+			res = r
+		case <-live.C:
+			for i, w := range waiting {
+				if w && refs[i].Node != c.pl.Self() && !c.pl.Alive(refs[i].Node) {
+					waiting[i] = false
+					left--
+					fail(fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, refs[i].Node))
+				}
 			}
 			continue
+		case <-deadline.C:
+			fail(context.DeadlineExceeded)
+			break wait
+		case <-ctx.Done():
+			fail(ctx.Err())
+			break wait
 		}
-		for _, r := range a.res.Results {
+		for _, r := range res.Results {
 			if int(r.Tag) >= len(out) {
 				continue
 			}
