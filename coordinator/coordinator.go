@@ -251,7 +251,9 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	g := actors.NewGather(c.root, len(cps))
 	defer g.Close()
 	infoOnly := make([]bool, len(cps))
+	outstanding := make([]bool, len(cps))
 	ask := func(i int) {
+		outstanding[i] = true
 		infoOnly[i] = plain && i > 0
 		if infoOnly[i] {
 			g.Request(i, c.pl.PID(cps[i]), &pb.GetDocInfos{Ids: []string{m.Id}})
@@ -272,12 +274,30 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	defer hedge.Stop()
 	deadline := time.NewTimer(actors.Timeout(ctx))
 	defer deadline.Stop()
+	// a copy whose node is seen down while the read waits on it has
+	// failed (a node that hangs with its connections open never answers)
+	live := time.NewTicker(liveCheck)
+	defer live.Stop()
 wait:
 	for waiting > 0 && len(got) < r {
 		var a docAnswer
 		select {
 		case ans := <-g.C():
+			outstanding[ans.Tag] = false
 			a = docAnswerOf(cps[ans.Tag], infoOnly[ans.Tag], ans)
+		case <-live.C:
+			down := -1
+			for i, o := range outstanding {
+				if o && cps[i].Node != c.pl.Self() && !c.pl.Alive(cps[i].Node) {
+					down = i
+					break
+				}
+			}
+			if down < 0 {
+				continue
+			}
+			outstanding[down] = false
+			a = docAnswer{ref: cps[down], err: fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, cps[down].Node)}
 		case <-hedge.C:
 			for ; next < len(cps); next++ {
 				ask(next)

@@ -159,9 +159,10 @@ func TestClusterHungNodeCostsOneRequestTimeout(t *testing.T) {
 	}
 }
 
-// A write waiting on a frozen node's copy stops waiting once that node is
-// seen down (missed heartbeats, 4 s), not at the request timeout: it
-// answers 202 well before --request-timeout's minute.
+// A write or a read waiting on a frozen node's copy stops waiting once
+// that node is seen down (missed heartbeats, 4 s), not at the request
+// timeout: the write answers 202 and the read (r=2) answers from the
+// other copy, well before --request-timeout's minute.
 func TestClusterHungNodeSeenDownEndsTheWait(t *testing.T) {
 	if testing.Short() {
 		t.Skip("subprocess cluster test")
@@ -172,10 +173,23 @@ func TestClusterHungNodeSeenDownEndsTheWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = nodes[1].cmd.Process.Signal(syscall.SIGCONT) }()
+	// both start before the node is seen down
 	t0 := time.Now()
+	read := make(chan time.Duration, 1)
+	go func() {
+		var doc struct{ V int }
+		st, b, err := c.do("GET", "/hang/a?r=2", nil)
+		if err != nil || st != 200 || json.Unmarshal(b, &doc) != nil || doc.V != 1 {
+			t.Errorf("read with a frozen copy: %d %s %v", st, clip(b), err)
+		}
+		read <- time.Since(t0)
+	}()
 	c.mustJSON(t, "PUT", "/hang/b", []byte(`{"v":1}`), 202, nil)
 	if d := time.Since(t0); d > 15*time.Second {
 		t.Errorf("write with a frozen copy took %v, want the node seen down (~4 s), not the 1 min timeout", d)
+	}
+	if d := <-read; d > 15*time.Second {
+		t.Errorf("read with a frozen copy took %v, want the node seen down (~4 s), not the 1 min timeout", d)
 	}
 }
 
