@@ -9,11 +9,36 @@ package mango
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 )
+
+// Error is a selector that does not compile. Reason says why in the words
+// of CouchDB's mango_error where CouchDB has them (an HTTP answer carries
+// it as CouchDB's reason); an operator CouchDB knows but this package does
+// not match is "Unsupported operator", one CouchDB does not know "Invalid
+// operator".
+type Error struct{ Reason string }
+
+func (e *Error) Error() string { return "mango: " + e.Reason }
+
+func errorf(format string, args ...any) error { return &Error{Reason: fmt.Sprintf(format, args...)} }
+
+// badArg is CouchDB's bad_arg: an operator's argument of the wrong kind.
+func badArg(op string, arg any) error {
+	b, _ := json.Marshal(arg)
+	return errorf("Bad argument for operator %s: %s", op, b)
+}
+
+// condOps are the field conditions this package matches.
+var condOps = map[string]bool{"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true,
+	"$in": true, "$nin": true, "$exists": true}
+
+// couchOps are the operators of CouchDB's Mango that this package does not
+// match.
+var couchOps = map[string]bool{"$regex": true, "$size": true, "$mod": true, "$type": true, "$all": true,
+	"$elemMatch": true, "$allMatch": true, "$keyMapMatch": true, "$beginsWith": true, "$text": true}
 
 // Selector is a compiled selector.
 type Selector struct{ m matcher }
@@ -24,7 +49,7 @@ type matcher func(doc any) bool
 func Parse(b []byte) (*Selector, error) {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("mango: selector: %w", err)
+		return nil, errorf("invalid JSON: %v", err)
 	}
 	return Compile(v)
 }
@@ -33,7 +58,7 @@ func Parse(b []byte) (*Selector, error) {
 func Compile(v any) (*Selector, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, errors.New("mango: selector must be a JSON object")
+		return nil, errorf("Selector error: expected a JSON object")
 	}
 	m, err := compileObject(obj, nil)
 	if err != nil {
@@ -87,13 +112,13 @@ func and(ms []matcher) matcher {
 func compileList(v any, op string, path []string) ([]matcher, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("mango: %s needs an array", op)
+		return nil, badArg(op, v)
 	}
 	ms := make([]matcher, 0, len(arr))
 	for _, e := range arr {
 		o, ok := e.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("mango: %s needs an array of objects", op)
+			return nil, badArg(op, v)
 		}
 		m, err := compileObject(o, path)
 		if err != nil {
@@ -129,7 +154,7 @@ func compileMember(k string, v any, path []string) (matcher, error) {
 	case "$not":
 		o, ok := v.(map[string]any)
 		if !ok {
-			return nil, errors.New("mango: $not needs an object")
+			return nil, badArg(k, v)
 		}
 		m, err := compileObject(o, path)
 		if err != nil {
@@ -139,7 +164,10 @@ func compileMember(k string, v any, path []string) (matcher, error) {
 	}
 	if strings.HasPrefix(k, "$") {
 		if path == nil {
-			return nil, fmt.Errorf("mango: operator %s needs a field", k)
+			if !condOps[k] && !couchOps[k] {
+				return nil, errorf("Invalid operator: %s", k)
+			}
+			return nil, errorf("One or more conditions is missing a field name.")
 		}
 		return compileOp(k, v, path)
 	}
@@ -200,7 +228,7 @@ func compileOp(op string, arg any, path []string) (matcher, error) {
 	case "$in", "$nin":
 		list, ok := arg.([]any)
 		if !ok {
-			return nil, fmt.Errorf("mango: %s needs an array", op)
+			return nil, badArg(op, arg)
 		}
 		in := func(v any) bool {
 			for _, e := range list {
@@ -227,14 +255,17 @@ func compileOp(op string, arg any, path []string) (matcher, error) {
 	case "$exists":
 		want, ok := arg.(bool)
 		if !ok {
-			return nil, errors.New("mango: $exists needs a boolean")
+			return nil, badArg(op, arg)
 		}
 		return func(d any) bool {
 			_, found := lookup(d, path)
 			return found == want
 		}, nil
 	default:
-		return nil, fmt.Errorf("mango: unsupported operator %s", op)
+		if couchOps[op] {
+			return nil, errorf("Unsupported operator: %s", op)
+		}
+		return nil, errorf("Invalid operator: %s", op)
 	}
 	return func(d any) bool {
 		v, ok := lookup(d, path)

@@ -2,6 +2,7 @@ package mango
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -52,6 +53,29 @@ func TestBadSelectors(t *testing.T) {
 	for _, s := range []string{`[]`, `{"$gt":1}`, `{"a":{"$in":1}}`, `{"a":{"$exists":1}}`, `{"a":{"$regex":"x"}}`, `{"$or":{}}`, `nope`} {
 		if _, err := Parse([]byte(s)); err == nil {
 			t.Errorf("%s: want an error", s)
+		}
+	}
+}
+
+// TestErrorReasons: a selector that does not compile says why in CouchDB's
+// words (mango_error), which _changes?filter=_selector answers as its
+// reason.
+func TestErrorReasons(t *testing.T) {
+	for _, c := range []struct{ sel, reason string }{
+		{`[]`, "Selector error: expected a JSON object"},
+		{`{"a":{"$foo":1}}`, "Invalid operator: $foo"},
+		{`{"$foo":1}`, "Invalid operator: $foo"},
+		{`{"a":{"$regex":"x"}}`, "Unsupported operator: $regex"},
+		{`{"$gt":1}`, "One or more conditions is missing a field name."},
+		{`{"a":{"$in":1}}`, "Bad argument for operator $in: 1"},
+		{`{"a":{"$exists":"yes"}}`, `Bad argument for operator $exists: "yes"`},
+		{`{"$or":{}}`, "Bad argument for operator $or: {}"},
+		{`{"$not":[1]}`, "Bad argument for operator $not: [1]"},
+	} {
+		_, err := Parse([]byte(c.sel))
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != c.reason {
+			t.Errorf("%s: %v, want %q", c.sel, err, c.reason)
 		}
 	}
 }
