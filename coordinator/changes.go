@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/settee/settee/actors"
+	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
 )
 
 // ChangesQuery selects a _changes read.
@@ -17,6 +20,20 @@ type ChangesQuery struct {
 	IncludeDocs bool
 	// Filter, when set, drops rows; dropped rows still advance the sequence.
 	Filter func(*pb.FullDocInfo) bool
+	// Selector, when set, drops the rows (after Filter) whose winning
+	// revision does not match it, as CouchDB's filter=_selector: the doc
+	// as CouchDB's filter sees it, with _id, _rev, _deleted, _conflicts
+	// and attachment stubs (a deleted doc matches only a selector its
+	// tombstone passes). The shards send the winners' bodies with the rows,
+	// as for IncludeDocs, so filtering costs no request per row; the rows
+	// keep them only with IncludeDocs. Dropped rows still advance the
+	// sequence.
+	Selector *mango.Selector
+	// AllLeaves (with Selector) is style=all_docs: as CouchDB, every leaf
+	// is matched, a row lists only the leaves that match (ChangeRow.Revs)
+	// and is dropped when none does. The other leaves' bodies cost one
+	// request to the copy the row came from, for conflicted docs only.
+	AllLeaves bool
 	// SeqInterval, when above 1, gives only every SeqInterval-th row
 	// emitted its Seq (the others ""): encoding a sequence for every row is
 	// most of a feed's cost to a replicator, which needs one per batch
@@ -30,6 +47,9 @@ type ChangeRow struct {
 	Info *pb.FullDocInfo
 	Json []byte
 	Atts []*pb.AttMeta
+	// Revs (Selector with AllLeaves) are the leaves that matched, in
+	// revtree.Leaves' order; nil otherwise.
+	Revs []string
 }
 
 type seqCursor struct {
@@ -86,9 +106,10 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		}
 	}
 	page := uint32(1000)
+	bodies := q.IncludeDocs || q.Selector != nil
 	curs := make([]*seqCursor, len(ranges))
 	for i := range ranges {
-		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: q.IncludeDocs, Limit: page}
+		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: bodies, Limit: page}
 		if q.Descending {
 			rq.Since, rq.Before = 0, vec[i]+1
 		}
@@ -120,7 +141,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 					return "", err
 				}
 				nodes[i], vec[i] = alt.Node, 0
-				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: q.IncludeDocs, Limit: page}}
+				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: bodies, Limit: page}}
 			}
 			cu := curs[i]
 			if len(cu.rows) == 0 {
@@ -153,7 +174,19 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if q.Filter != nil && !q.Filter(row.Info) {
 			continue
 		}
-		cr := &ChangeRow{Info: row.Info, Json: row.Json, Atts: row.Atts}
+		cr := &ChangeRow{Info: row.Info}
+		if q.IncludeDocs {
+			cr.Json, cr.Atts = row.Json, row.Atts
+		}
+		if q.Selector != nil {
+			ok, err := c.selectRow(ctx, curs[best].ref, row, q, cr)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				continue
+			}
+		}
 		if q.SeqInterval <= 1 || q.Descending || (sent+1)%q.SeqInterval == 0 {
 			cr.Seq = EncodeSeq(ranges, seqsAt(nodes, seqVec))
 		}
@@ -171,6 +204,60 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		return EncodeSeq(ranges, seqsAt(nodes, vec)), nil
 	}
 	return EncodeSeq(ranges, seqsAt(nodes, vec)), nil
+}
+
+// selectRow matches a row against q.Selector, listing in cr.Revs the
+// leaves that match when q.AllLeaves. ref is the copy the row came from,
+// which holds its leaves.
+func (c *Coordinator) selectRow(ctx context.Context, ref *pb.ShardRef, row *pb.Row, q ChangesQuery, cr *ChangeRow) (bool, error) {
+	info := row.Info
+	winner := &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: row.Json, Atts: row.Atts}
+	if !q.AllLeaves {
+		// CouchDB opens the winner with its conflicts (main_only)
+		return matchRev(q.Selector, info, winner, true), nil
+	}
+	leaves := revtree.Leaves(info)
+	match := make(map[string]bool, len(leaves))
+	match[info.Winner] = matchRev(q.Selector, info, winner, false)
+	var others []string
+	for _, l := range leaves {
+		if r := l.Rev.String(); r != info.Winner {
+			others = append(others, r)
+		}
+	}
+	if len(others) > 0 {
+		r, err := askCopy[*pb.DocReply](ctx, c, ref, &pb.GetDoc{Id: info.Id, Revs: others})
+		if err != nil {
+			return false, fmt.Errorf("coordinator: changes: leaves of %q: %w", info.Id, err)
+		}
+		if r.Error != nil {
+			return false, r.Error
+		}
+		for _, b := range r.Bodies {
+			// a leaf gone since the row was read (compacted under a newer
+			// edit) is not shown, as CouchDB skips a rev it cannot open
+			if !b.Missing {
+				match[b.Rev] = matchRev(q.Selector, info, b, false)
+			}
+		}
+	}
+	for _, l := range leaves {
+		if r := l.Rev.String(); match[r] {
+			cr.Revs = append(cr.Revs, r)
+		}
+	}
+	return len(cr.Revs) > 0, nil
+}
+
+// matchRev matches a revision as CouchDB's filter=_selector does: the doc
+// as couch_doc:to_json_obj renders it (_id, _rev, the body, _deleted,
+// _conflicts when opened with them, attachment stubs).
+func matchRev(sel *mango.Selector, info *pb.FullDocInfo, rb *pb.RevBody, conflicts bool) bool {
+	if rb.Json == nil {
+		// no body stored (an empty one): the members around it still count
+		rb = &pb.RevBody{Rev: rb.Rev, Deleted: rb.Deleted, Json: []byte("{}"), Atts: rb.Atts}
+	}
+	return sel.MatchJSON(couchdoc.Append(nil, info.Id, info, rb, &couchdoc.Options{Conflicts: conflicts}))
 }
 
 // Now returns the current sequence of a database (since=now).
