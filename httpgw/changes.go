@@ -1,13 +1,18 @@
 package httpgw
 
 import (
-	"github.com/settee/settee/couchdoc"
+	"bytes"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/shard/revtree"
 )
@@ -27,6 +32,13 @@ type changesReq struct {
 	heartbeat   time.Duration
 	timeout     time.Duration
 	docIDs      map[string]bool
+	// design: filter=_design, only design docs.
+	design bool
+	// selector: filter=_selector.
+	selector *mango.Selector
+	// body is the POST body a filter was read from (it picks the rows as
+	// much as the query does, so it goes into the ETag).
+	body        []byte
 	seqInterval int
 	doc         couchdoc.Options
 }
@@ -93,7 +105,11 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	if c.seqInterval, err = intParam(rq, "seq_interval", 0); err != nil {
 		return nil, err
 	}
-	switch f := rq.q.Get("filter"); f {
+	f := rq.q.Get("filter")
+	if !strings.HasPrefix(f, "_") && len(strings.FieldsFunc(f, isSlash)) == 0 {
+		f = "" // CouchDB reads a name of slashes alone as no filter
+	}
+	switch f {
 	case "":
 	case "_doc_ids":
 		var ids []string
@@ -101,10 +117,14 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 			var body struct {
 				DocIDs []string `json:"doc_ids"`
 			}
-			if err := g.decodeJSON(rq, &body); err != nil {
+			b, err := readBody(rq, g.cfg.MaxRequestSize)
+			if err != nil {
 				return nil, err
 			}
-			ids = body.DocIDs
+			if json.Unmarshal(b, &body) != nil {
+				return nil, errInvalidJSON
+			}
+			ids, c.body = body.DocIDs, b
 		}
 		if ids == nil {
 			if ok, err := jsonParam(rq, &ids, "doc_ids"); err != nil {
@@ -117,10 +137,75 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 		for _, id := range ids {
 			c.docIDs[id] = true
 		}
+	case "_selector":
+		if err := g.parseSelector(rq, c); err != nil {
+			return nil, err
+		}
+	case "_design":
+		c.design = true
+	case "_view":
+		// CouchDB asks for the view before it looks for it; settee has
+		// no views
+		if rq.q.Get("view") == "" {
+			return nil, badRequest("`view` filter parameter is not provided.")
+		}
+		return nil, badRequest(`filter "_view" is not supported yet`)
 	default:
+		// CouchDB's answers for the names it refuses before it looks for
+		// a design doc (couch_changes:configure_filter); settee has no
+		// JavaScript filters (ddoc/fname)
+		if strings.HasPrefix(f, "_") {
+			return nil, badRequest("unknown builtin filter name")
+		}
+		if len(strings.FieldsFunc(f, isSlash)) != 2 {
+			return nil, badRequest("`filter` must be of the form `designname/filtername`")
+		}
 		return nil, badRequest("filter " + strconv.Quote(f) + " is not supported yet")
 	}
 	return c, nil
+}
+
+func isSlash(r rune) bool { return r == '/' }
+
+// parseSelector reads filter=_selector's body, {"selector": {...}}, with
+// CouchDB's answers (couch_changes:get_selector_and_fields): the selector
+// only in a POST body, a JSON object; a selector that does not compile is
+// a 400 bad_request with mango's reason.
+func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
+	if rq.r.Method != http.MethodPost {
+		return badRequest("Selector must be specified in POST payload")
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	b, err := readBody(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return err
+	}
+	var body map[string]json.RawMessage
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := json.Unmarshal(b, &body); err != nil {
+			var ute *json.UnmarshalTypeError
+			if errors.As(err, &ute) {
+				return badRequest("Request body must be a JSON object")
+			}
+			return errInvalidJSON
+		}
+	}
+	raw := bytes.TrimSpace(body["selector"])
+	if len(raw) == 0 || raw[0] != '{' {
+		return badRequest("Selector error: expected a JSON object")
+	}
+	sel, err := mango.Parse(raw)
+	if err != nil {
+		var me *mango.Error
+		if errors.As(err, &me) {
+			return badRequest(me.Reason)
+		}
+		return badRequest(err.Error())
+	}
+	c.selector, c.body = sel, b
+	return nil
 }
 
 // handleChanges serves _changes in all four feed styles. Rows are written
@@ -142,10 +227,14 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 			return err
 		}
 	}
-	q := coordinator.ChangesQuery{Since: since, Descending: c.descending, Limit: c.limit, IncludeDocs: c.includeDocs}
-	if c.docIDs != nil {
+	q := coordinator.ChangesQuery{Since: since, Descending: c.descending, Limit: c.limit, IncludeDocs: c.includeDocs,
+		Selector: c.selector, AllLeaves: c.allDocs}
+	switch {
+	case c.docIDs != nil:
 		ids := c.docIDs
 		q.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	case c.design:
+		q.Filter = func(i *pb.FullDocInfo) bool { return strings.HasPrefix(i.Id, "_design/") }
 	}
 	// validate since before the status line goes out
 	if _, err := g.c.Changes(rq.ctx, db, coordinator.ChangesQuery{Since: since, Limit: 0}, func(*coordinator.ChangeRow) error { return nil }); err != nil {
@@ -166,7 +255,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now)))
+		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now+"\x00"+string(c.body))))
 	}
 	rq.w.WriteHeader(200)
 
@@ -177,10 +266,14 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 			w.flush()
 		}
 		n, last, pending, err := g.changesPass(rq, db, c, q, w, "normal")
-		if err == nil && n == 0 && c.feed == "longpoll" && !c.descending {
-			if g.waitChange(rq, db, last, c, w) {
+		if c.feed == "longpoll" && !c.descending {
+			// a filter may drop the changes that woke it: wait on, up
+			// to the timeout from the start, for one that it keeps
+			// (CouchDB waits again too)
+			deadline := g.waitDeadline(c)
+			for err == nil && n == 0 && g.waitChange(rq, db, last, c, w, deadline) {
 				q.Since = last
-				_, last, pending, err = g.changesPass(rq, db, c, q, w, "normal")
+				n, last, pending, err = g.changesPass(rq, db, c, q, w, "normal")
 			}
 		}
 		if err != nil {
@@ -210,7 +303,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 					break
 				}
 			}
-			if c.descending || !g.waitChange(rq, db, last, c, w) {
+			if c.descending || !g.waitChange(rq, db, last, c, w, g.waitDeadline(c)) {
 				break
 			}
 		}
@@ -224,13 +317,18 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 	return nil
 }
 
-// waitChange waits for a change after since, sending heartbeats; false
-// means the feed should end (timeout or client gone).
-func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWriter) bool {
-	deadline := time.Now().Add(c.timeout)
+// waitDeadline is when a feed waiting from now for changes ends: after
+// its timeout, or never while it sends heartbeats.
+func (g *Gateway) waitDeadline(c *changesReq) time.Time {
 	if c.heartbeat > 0 {
-		deadline = time.Now().Add(24 * time.Hour * 365)
+		return time.Now().Add(24 * time.Hour * 365)
 	}
+	return time.Now().Add(c.timeout)
+}
+
+// waitChange waits until deadline for a change after since, sending
+// heartbeats; false means the feed should end (timeout or client gone).
+func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWriter, deadline time.Time) bool {
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -310,7 +408,11 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 			pending = rest
 		}
 	}
-	if consumed > n {
+	if consumed > n && c.selector == nil {
+		// doc_ids and _design: CouchDB looks their docs up instead of
+		// reading the feed, and counts every change it did not send as
+		// pending; for a selector it reads the feed, and counts only the
+		// changes after the last one read
 		pending += uint64(consumed - n)
 	}
 	return n, last, pending, nil
@@ -327,7 +429,17 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 	buf = append(buf, `,"id":`...)
 	buf = docjson.AppendString(buf, info.Id)
 	buf = append(buf, `,"changes":[`...)
-	if c.allDocs {
+	if r.Revs != nil {
+		// the leaves a selector kept (style=all_docs)
+		for i, rev := range r.Revs {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"rev":`...)
+			buf = docjson.AppendString(buf, rev)
+			buf = append(buf, '}')
+		}
+	} else if c.allDocs {
 		for i, l := range revtree.Leaves(info) {
 			if i > 0 {
 				buf = append(buf, ',')
