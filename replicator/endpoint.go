@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	pb "github.com/settee/settee/proto"
@@ -22,6 +23,11 @@ type ChangesQuery struct {
 	Limit int
 	// DocIDs filters by doc id (filter=_doc_ids).
 	DocIDs []string
+	// Selector (a JSON object) filters by a Mango selector
+	// (filter=_selector): the source sends only the changes whose doc
+	// matches. A source that refuses the filter sends them all, and the
+	// worker's check of the fetched revs filters alone.
+	Selector json.RawMessage
 	// Wait: when there is nothing after Since, wait up to Timeout for a
 	// change (longpoll) before answering an empty page.
 	Wait    bool

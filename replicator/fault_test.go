@@ -82,7 +82,8 @@ type seenReq struct {
 	key    string
 	query  url.Values
 	header http.Header
-	size   int64 // the body's Content-Length
+	size   int64  // the body's Content-Length
+	body   []byte // the body of a POST _changes
 }
 
 // requests returns the requests seen with key k ("*": all).
@@ -153,12 +154,17 @@ func (p *proxy) count(k string) int {
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	k := key(r)
+	var body []byte
+	if k == "POST _changes" {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	p.mu.Lock()
 	p.seen[k]++
 	if k == "GET _changes" {
 		p.changesQ = append(p.changesQ, r.URL.Query())
 	}
-	p.reqs = append(p.reqs, seenReq{key: k, query: r.URL.Query(), header: r.Header.Clone(), size: r.ContentLength})
+	p.reqs = append(p.reqs, seenReq{key: k, query: r.URL.Query(), header: r.Header.Clone(), size: r.ContentLength, body: body})
 	f := p.fault
 	act := passThrough
 	if f != nil && (f.match == "*" || f.match == k) {

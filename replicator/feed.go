@@ -94,6 +94,9 @@ func (e *HTTPEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page 
 		}
 		var no *notOpened
 		if errors.As(err, &no) {
+			if e.refusesSelector(q, no.err) {
+				continue // read again, unfiltered
+			}
 			return no.err // open retried it already
 		}
 		if f.since != before {
@@ -429,12 +432,54 @@ func (e *HTTPEndpoint) changesRequest(q ChangesQuery) (string, url.Values, []byt
 	} else {
 		v.Set("feed", "normal")
 	}
-	if q.DocIDs == nil {
-		return http.MethodGet, v, nil
+	switch {
+	case q.DocIDs != nil:
+		v.Set("filter", "_doc_ids")
+		body, _ := json.Marshal(map[string]any{"doc_ids": q.DocIDs})
+		return http.MethodPost, v, body
+	case q.Selector != nil && !e.selectorRefused():
+		// as CouchDB's replicator: the source matches the docs, and
+		// sends only the changes the job wants
+		v.Set("filter", "_selector")
+		body, _ := json.Marshal(map[string]json.RawMessage{"selector": q.Selector})
+		return http.MethodPost, v, body
 	}
-	v.Set("filter", "_doc_ids")
-	body, _ := json.Marshal(map[string]any{"doc_ids": q.DocIDs})
-	return http.MethodPost, v, body
+	return http.MethodGet, v, nil
+}
+
+func (e *HTTPEndpoint) selectorRefused() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.noSelector
+}
+
+// refusesSelector tells, after a _changes request for q failed with err,
+// whether the source refused filter=_selector: a 400 (CouchDB before 2.0
+// answers "`filter` must be of the form `designname/filtername`"), a 404
+// that is not about the database, or a 405 (no POST). The endpoint then
+// asks for its changes unfiltered from now on, and the worker's check of
+// the fetched revs does the filtering; true means: ask again.
+func (e *HTTPEndpoint) refusesSelector(q ChangesQuery, err error) bool {
+	var he *HTTPError
+	if q.Selector == nil || q.DocIDs != nil || !errors.As(err, &he) {
+		return false
+	}
+	switch {
+	case he.Status == 400, he.Status == 405, he.Status == 404 && !dbMissing(err):
+	default:
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.noSelector {
+		return false // it was asked unfiltered: the error is another one
+	}
+	e.noSelector = true
+	if e.Log != nil {
+		e.Log.Warn("replicator: source refuses filter=_selector, filtering fetched docs instead",
+			"source", e.name, "status", he.Status, "error", he.Code, "reason", he.Reason)
+	}
+	return true
 }
 
 // pendingAfter asks how many changes follow q.Since (limit=0); 0 when the
@@ -444,6 +489,11 @@ func (e *HTTPEndpoint) pendingAfter(ctx context.Context, q ChangesQuery) uint64 
 	method, v, body := e.changesRequest(q)
 	v.Set("limit", "0")
 	b, err := e.do(ctx, method, "/_changes", v, body)
+	if err != nil && e.refusesSelector(q, err) {
+		method, v, body = e.changesRequest(q)
+		v.Set("limit", "0")
+		b, err = e.do(ctx, method, "/_changes", v, body)
+	}
 	if err != nil {
 		return 0
 	}

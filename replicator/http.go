@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -57,10 +58,15 @@ type HTTPEndpoint struct {
 	// instead of base64 inside _bulk_docs; negative: never.
 	MultipartMin int
 
+	// Log tells of the peer's shortcomings the endpoint works around
+	// (nil: nothing is logged).
+	Log *slog.Logger
+
 	mu          sync.Mutex
 	localRevs   map[string]string // _rev of _local docs last read or written
 	noBulkGet   bool
 	noMultipart bool // the peer refused a multipart PUT: JSON from then on
+	noSelector  bool // the peer refused filter=_selector: unfiltered from then on
 }
 
 // DefaultConnectionTimeout is connection_timeout when neither the
@@ -446,6 +452,10 @@ type changesJSON struct {
 func (e *HTTPEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPage, error) {
 	method, v, body := e.changesRequest(q)
 	b, err := e.do(ctx, method, "/_changes", v, body)
+	if err != nil && e.refusesSelector(q, err) {
+		method, v, body = e.changesRequest(q)
+		b, err = e.do(ctx, method, "/_changes", v, body)
+	}
 	if err != nil {
 		return nil, err
 	}

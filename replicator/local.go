@@ -10,6 +10,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/shard/revtree"
 )
@@ -64,20 +65,13 @@ func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPa
 	if q.Limit <= 0 {
 		cq.Limit = -1
 	}
-	if q.DocIDs != nil {
-		ids := make(map[string]bool, len(q.DocIDs))
-		for _, id := range q.DocIDs {
-			ids[id] = true
-		}
-		cq.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	if err := filterQuery(q, &cq); err != nil {
+		return nil, err
 	}
 	p := &ChangesPage{}
 	read := func() error {
 		last, err := e.c.Changes(ctx, e.db, cq, func(r *coordinator.ChangeRow) error {
-			ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted, Seq: strconv.Quote(r.Seq)}
-			for _, l := range revtree.Leaves(r.Info) {
-				ch.Revs = append(ch.Revs, l.Rev.String())
-			}
+			ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted, Seq: strconv.Quote(r.Seq), Revs: changeRevs(r)}
 			p.Rows = append(p.Rows, ch)
 			return nil
 		})
@@ -115,24 +109,17 @@ func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPa
 func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page func(*ChangesPage) error) error {
 	since := seqParam(q.Since)
 	cq := coordinator.ChangesQuery{Since: since, Limit: -1, SeqInterval: q.SeqInterval}
-	if q.DocIDs != nil {
-		ids := make(map[string]bool, len(q.DocIDs))
-		for _, id := range q.DocIDs {
-			ids[id] = true
-		}
-		cq.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	if err := filterQuery(q, &cq); err != nil {
+		return err
 	}
 	f := &feedPager{size: max(size, 1), since: q.Since, page: page}
 	if n, err := e.c.PendingAfter(ctx, e.db, since); err == nil {
 		f.pending = n
 	}
 	last, err := e.c.Changes(ctx, e.db, cq, func(r *coordinator.ChangeRow) error {
-		ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted}
+		ch := &pb.RepChange{Id: r.Info.Id, Deleted: r.Info.Deleted, Revs: changeRevs(r)}
 		if r.Seq != "" {
 			ch.Seq = strconv.Quote(r.Seq)
-		}
-		for _, l := range revtree.Leaves(r.Info) {
-			ch.Revs = append(ch.Revs, l.Rev.String())
 		}
 		return f.add(ch)
 	})
@@ -143,6 +130,42 @@ func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page
 		return e.wrap(err)
 	}
 	return f.flush(strconv.Quote(last), true)
+}
+
+// filterQuery puts q's filter into the coordinator's query: doc ids by
+// id; a selector matched in the coordinator on the bodies the shards send
+// with the rows, each leaf as CouchDB's style=all_docs does, so only the
+// changes with a matching leaf reach the job.
+func filterQuery(q ChangesQuery, cq *coordinator.ChangesQuery) error {
+	if q.DocIDs != nil {
+		ids := make(map[string]bool, len(q.DocIDs))
+		for _, id := range q.DocIDs {
+			ids[id] = true
+		}
+		cq.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
+	}
+	if q.Selector != nil {
+		sel, err := mango.Parse(q.Selector)
+		if err != nil {
+			return err
+		}
+		cq.Selector, cq.AllLeaves = sel, true
+	}
+	return nil
+}
+
+// changeRevs are the revs a change row names: the leaves a selector kept,
+// or all of them.
+func changeRevs(r *coordinator.ChangeRow) []string {
+	if r.Revs != nil {
+		return r.Revs
+	}
+	leaves := revtree.Leaves(r.Info)
+	out := make([]string, len(leaves))
+	for i, l := range leaves {
+		out[i] = l.Rev.String()
+	}
+	return out
 }
 
 func (e *LocalEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error) {

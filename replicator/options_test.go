@@ -159,8 +159,9 @@ func TestOptionsAndIDs(t *testing.T) {
 	}{
 		{map[string]any{"doc_ids": []string{"d001", "d002"}}, 2},
 		{map[string]any{"doc_ids": []string{"d003"}}, 1},
-		// the selector is matched on fetched revs: every change is checked
-		{map[string]any{"selector": map[string]any{"type": "odd"}}, 15},
+		// a local source matches the selector in the coordinator: only
+		// the 7 odd docs' changes are checked
+		{map[string]any{"selector": map[string]any{"type": "odd"}}, 7},
 	} {
 		if n := checked(rep("tgt", c.extra)); n != c.checked {
 			t.Fatalf("%v checked %v revs, want %v", c.extra, n, c.checked)

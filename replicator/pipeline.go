@@ -59,7 +59,7 @@ func (r *reader) read(ctx actor.Context) {
 		return
 	}
 	c := r.cfg.ctx
-	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Wait: true,
+	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector, Wait: true,
 		Timeout: int(longpollTimeout(r.cfg.connTimeout).Milliseconds())}
 	p, err := r.cfg.source.Changes(c, q)
 	if c.Err() != nil {
@@ -104,7 +104,7 @@ func (r *reader) readFeed(ctx actor.Context) {
 		src, size := r.cfg.source, r.limit
 		// a seq per batch is all the job needs (batches are cut from pages
 		// of whole batches, so each ends on a row with a seq)
-		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs, SeqInterval: r.cfg.rep.WorkerBatchSize}
+		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector, SeqInterval: r.cfg.rep.WorkerBatchSize}
 		go func() {
 			send := func(it feedItem) error {
 				select {
@@ -250,6 +250,9 @@ func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch, stats *pb.RepSta
 		}
 	}
 	stats.MissingFound = uint64(len(items))
+	// a source that took filter=_selector matched the changes already;
+	// this check stays for one that did not, and for a rev that changed
+	// between the feed and the fetch (latest=true)
 	sel := w.cfg.rep.selector
 	emit := func(id string, doc []byte) {
 		if sel != nil && !sel.MatchJSON(doc) {

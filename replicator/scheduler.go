@@ -367,6 +367,7 @@ func (s *Scheduler) endpoint(sp *Spec, rep *Rep, connTimeout time.Duration) Endp
 		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create)
 	}
 	e := NewHTTPEndpoint(sp)
+	e.Log = s.cfg.Log
 	if rep.RetriesPerRequest >= 0 {
 		e.Retries = rep.RetriesPerRequest
 	}
