@@ -317,7 +317,7 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 	} else {
 		a.committed(d)
 		a.meta = d.res.meta
-		a.cfg.Disk.add(d.res.stats.FileSize - a.stats.FileSize)
+		a.cfg.Disk.committed(d.res.stats.FileSize - a.stats.FileSize)
 		a.stats = d.res.stats
 		if a.compacting {
 			for _, dg := range d.res.digests {
