@@ -517,7 +517,7 @@ func TestFaultTransientDrop(t *testing.T) {
 	must(t, fp.b, "PUT", "/_replicator/t", fp.repDoc(map[string]any{"retries_per_request": 3}), 201)
 	completed(t, fp.b, "t")
 	sameLeaves(t, fp.a, "src", fp.b, "tgt")
-	if d := schedDoc(t, fp.b, "t"); d["error_count"].(float64) != 0 {
+	if d := schedDoc(t, fp.b, "t"); d["error_count"] != float64(0) {
 		t.Fatalf("crashed: %v", d)
 	}
 }

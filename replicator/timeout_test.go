@@ -179,8 +179,9 @@ func TestTimeoutSlowButSteady(t *testing.T) {
 		"checkpoint_interval": 60000}), 201)
 	// every source request takes a second or so: more time than completed gives
 	waitFor(t, 40*time.Second, "slow completed", func() bool {
+		// until the scheduler has the doc, it has no error_count
 		d := schedDoc(t, fp.b, "slow")
-		if d["error_count"].(float64) != 0 {
+		if n, _ := d["error_count"].(float64); n != 0 {
 			t.Fatalf("crashed: %v", d)
 		}
 		return d["state"] == "completed"
@@ -216,7 +217,7 @@ func TestTimeoutIdleContinuous(t *testing.T) {
 	before := polls()
 	for end := time.Now().Add(6 * ct); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		d := schedDoc(t, fp.b, "idle")
-		if d["state"] != "running" || d["error_count"].(float64) != 0 {
+		if n, _ := d["error_count"].(float64); d["state"] != "running" || n != 0 {
 			t.Fatalf("an idle continuous job should stay running: %v", d)
 		}
 	}
@@ -226,7 +227,7 @@ func TestTimeoutIdleContinuous(t *testing.T) {
 	}
 	must(t, fp.a, "PUT", "/src/late", `{"x":1}`, 201)
 	waitFor(t, 15*time.Second, "late doc", func() bool { st, _ := call(t, fp.b, "GET", "/tgt/late", nil); return st == 200 })
-	if d := schedDoc(t, fp.b, "idle"); d["state"] != "running" || d["error_count"].(float64) != 0 {
+	if d := schedDoc(t, fp.b, "idle"); d["state"] != "running" || d["error_count"] != float64(0) {
 		t.Fatalf("after the new doc: %v", d)
 	}
 }
