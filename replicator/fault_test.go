@@ -467,19 +467,7 @@ func TestFaultDropMidBatch(t *testing.T) {
 			if rest >= total || rest == 0 {
 				t.Fatalf("checkpoint at %v leaves %d of %d changes", ck["source_last_seq"], rest, total)
 			}
-			// nothing unacknowledged is counted: what the checkpoints
-			// record as written never exceeds what the target answered 201 to
-			hist := ck["history"].([]any)
-			var recorded float64
-			for _, h := range hist {
-				recorded += h.(map[string]any)["docs_written"].(float64)
-			}
-			fp.pb.mu.Lock()
-			acked := fp.pb.docsIn
-			fp.pb.mu.Unlock()
-			if recorded > float64(acked) {
-				t.Fatalf("checkpoints count %v docs written, the target acknowledged %d", recorded, acked)
-			}
+			noUnackedWrites(t, fp, ck)
 
 			p.set(nil)
 			st := completed(t, fp.b, "drop")
@@ -598,4 +586,21 @@ func TestFaultMissingTarget(t *testing.T) {
 	must(t, fp.b, "PUT", "/tgt", nil, 201)
 	completed(t, fp.b, "nodb")
 	sameLeaves(t, fp.a, "src", fp.b, "tgt")
+}
+
+// noUnackedWrites checks that nothing unacknowledged is counted: what the
+// checkpoint's history records as written never exceeds what the target
+// answered 201 to.
+func noUnackedWrites(t *testing.T, fp *faultPair, ck map[string]any) {
+	t.Helper()
+	var recorded float64
+	for _, h := range ck["history"].([]any) {
+		recorded += h.(map[string]any)["docs_written"].(float64)
+	}
+	fp.pb.mu.Lock()
+	acked := fp.pb.docsIn
+	fp.pb.mu.Unlock()
+	if recorded > float64(acked) {
+		t.Fatalf("checkpoints count %v docs written, the target acknowledged %d", recorded, acked)
+	}
 }
