@@ -86,7 +86,7 @@ func (n *Node) startCluster(ctx context.Context, cc ClusterConfig, httpAddr stri
 	}
 	self := &pb.Member{Name: n.cfg.Name, NodeAddr: addr, HttpAddr: httpAddr, JoinedUs: time.Now().UnixMicro()}
 	cl := &cluster{remote: r, addr: addr, stopJoin: make(chan struct{})}
-	m, err := newMembership(self, n.db, n.log, &cl.snap)
+	m, err := newMembership(self, n.db, n.log, &cl.snap, n.cfg.HeartbeatInterval, n.cfg.NodeDownAfter)
 	if err != nil {
 		r.Shutdown(false)
 		return err

@@ -30,6 +30,12 @@ type Config struct {
 	Logger          *slog.Logger
 	// RequestTimeout bounds one request (not feeds or replications).
 	RequestTimeout time.Duration
+	// HeartbeatInterval is how often a cluster node pings every other
+	// member; NodeDownAfter is how long a member may go without answering
+	// before this node counts it down (skips its copies, stops waiting on
+	// it). NodeDownAfter must exceed HeartbeatInterval.
+	HeartbeatInterval time.Duration
+	NodeDownAfter     time.Duration
 	// Cluster makes the node reachable by other nodes (issue 3).
 	Cluster ClusterConfig
 	// AdminPasswordOut receives the generated admin password, once
@@ -65,6 +71,9 @@ func Default() Config {
 		MaxDocumentSize: 8000000,
 		MaxRequestSize:  4 << 30,
 
+		HeartbeatInterval: DefaultHeartbeatInterval,
+		NodeDownAfter:     DefaultNodeDownAfter,
+
 		ReplicatorConnectionTimeout: replicator.DefaultConnectionTimeout,
 	}
 }
@@ -98,6 +107,14 @@ func (c Config) Validate() error {
 	}
 	if c.ReplicatorConnectionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("replicator connection timeout must not be negative, got %v", c.ReplicatorConnectionTimeout))
+	}
+	switch {
+	case c.HeartbeatInterval <= 0:
+		errs = append(errs, fmt.Errorf("heartbeat interval must be positive, got %v", c.HeartbeatInterval))
+	case c.NodeDownAfter <= 0:
+		errs = append(errs, fmt.Errorf("node down-after must be positive, got %v", c.NodeDownAfter))
+	case c.NodeDownAfter <= c.HeartbeatInterval:
+		errs = append(errs, fmt.Errorf("node down-after (%v) must be longer than the heartbeat interval (%v): a member would be seen down between two heartbeats", c.NodeDownAfter, c.HeartbeatInterval))
 	}
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)

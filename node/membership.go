@@ -23,10 +23,11 @@ import (
 const membershipName = "membership"
 
 // How often members ping each other, and after how long without an answer
-// a member counts as down.
+// a member counts as down, unless Config says otherwise
+// (--heartbeat-interval, --node-down-after).
 const (
-	heartbeatEvery = time.Second
-	downAfter      = 4 * time.Second
+	DefaultHeartbeatInterval = time.Second
+	DefaultNodeDownAfter     = 4 * time.Second
 )
 
 func keyMember(name string) []byte { return append([]byte{0, 0, 0, 0, 'N'}, name...) }
@@ -42,10 +43,13 @@ type membership struct {
 	db      *badger.DB
 	log     *slog.Logger
 	members map[string]*pb.Member
-	seen    map[string]time.Time
-	up      map[string]bool // last logged state
-	stop    chan struct{}
-	snap    *atomic.Pointer[memberSnapshot]
+	// every is the heartbeat interval; a member not heard from for
+	// downAfter is down
+	every, downAfter time.Duration
+	seen             map[string]time.Time
+	up               map[string]bool // last logged state
+	stop             chan struct{}
+	snap             *atomic.Pointer[memberSnapshot]
 	// isolated peers are treated as unreachable (a partition simulated at
 	// the membership level, for tests; Node.Isolate)
 	isolated map[string]bool
@@ -55,8 +59,9 @@ type membership struct {
 // endpointDown: the transport lost its connection to a node address.
 type endpointDown struct{ addr string }
 
-func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot]) (*membership, error) {
-	m := &membership{self: self, db: db, log: log, snap: snap, members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
+func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot], every, downAfter time.Duration) (*membership, error) {
+	m := &membership{self: self, db: db, log: log, snap: snap, every: every, downAfter: downAfter,
+		members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
 	err := db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte{0, 0, 0, 0, 'N'}
@@ -132,7 +137,7 @@ func (m *membership) publish(now time.Time) {
 		}
 		s.addr[mem.Name] = mem.NodeAddr
 		s.members = append(s.members, mem.Name)
-		if mem.Name != m.self.Name && !m.isolated[mem.Name] && now.Sub(m.seen[mem.Name]) < downAfter {
+		if mem.Name != m.self.Name && !m.isolated[mem.Name] && now.Sub(m.seen[mem.Name]) < m.downAfter {
 			s.alive[mem.Name] = true
 		}
 	}
@@ -217,7 +222,7 @@ func (m *membership) Receive(ctx actor.Context) {
 			}
 		})
 		go func() {
-			t := time.NewTicker(heartbeatEvery)
+			t := time.NewTicker(m.every)
 			defer t.Stop()
 			for {
 				select {
@@ -336,7 +341,7 @@ type isolate struct{ names []string }
 func (m *membership) reply(now time.Time) *pb.MembersReply {
 	r := &pb.MembersReply{Members: m.list(), Alive: []string{m.self.Name}}
 	for _, mem := range r.Members {
-		if mem.Name != m.self.Name && !mem.Removed && now.Sub(m.seen[mem.Name]) < downAfter {
+		if mem.Name != m.self.Name && !mem.Removed && now.Sub(m.seen[mem.Name]) < m.downAfter {
 			r.Alive = append(r.Alive, mem.Name)
 		}
 	}
@@ -350,7 +355,7 @@ func (m *membership) logTransitions(now time.Time) {
 		if mem.Name == m.self.Name || mem.Removed {
 			continue
 		}
-		up := now.Sub(m.seen[mem.Name]) < downAfter
+		up := now.Sub(m.seen[mem.Name]) < m.downAfter
 		if was, known := m.up[mem.Name]; known && was == up {
 			continue
 		} else if !known && !up {

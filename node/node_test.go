@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/settee/settee/node"
 )
@@ -92,6 +93,14 @@ func TestConfigValidate(t *testing.T) {
 		{"admin with empty user", func(c *node.Config) { c.Admin = ":pw" }, false},
 		{"tiny memory", func(c *node.Config) { c.MemoryMB = 1 }, false},
 		{"negative replicator connection timeout", func(c *node.Config) { c.ReplicatorConnectionTimeout = -1 }, false},
+		{"short liveness", func(c *node.Config) {
+			c.HeartbeatInterval, c.NodeDownAfter = 100*time.Millisecond, 300*time.Millisecond
+		}, true},
+		{"heartbeat interval zero", func(c *node.Config) { c.HeartbeatInterval = 0 }, false},
+		{"negative heartbeat interval", func(c *node.Config) { c.HeartbeatInterval = -time.Second }, false},
+		{"down-after zero", func(c *node.Config) { c.NodeDownAfter = 0 }, false},
+		{"down-after equal to the interval", func(c *node.Config) { c.HeartbeatInterval, c.NodeDownAfter = 2*time.Second, 2*time.Second }, false},
+		{"down-after below the interval", func(c *node.Config) { c.HeartbeatInterval, c.NodeDownAfter = 2*time.Second, time.Second }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
