@@ -15,6 +15,12 @@
 // exit 0 within 10 s and every acknowledged write must be there after a
 // restart.
 //
+// TestClusterKillDuringCreates runs three nodes and creates databases
+// (q=4 n=3) through the first while one node, or the first itself, is
+// killed; after the restart and convergence every name is on all nodes
+// (same shard map, writable through each) or on none, and every
+// acknowledged create is on all.
+//
 // SIGKILL leaves the kernel's page cache intact, so these tests catch
 // acknowledgements sent before a commit reached the operating system,
 // non-atomic commits (doc info, by-seq index and counters out of step) and
