@@ -557,10 +557,20 @@ func TestClusterSetupOnASingleNode(t *testing.T) {
 	if st.State != "single_node_enabled" {
 		t.Errorf("state %q, want single_node_enabled", st.State)
 	}
-	var e struct{ Error, Reason string }
-	mustCall(t, s, 400, "POST", "/_cluster_setup", `{"action":"add_node","host":"127.0.0.1","port":5985,"username":"a","password":"b"}`, &e)
-	if e.Error != "bad_request" || !strings.Contains(e.Reason, "--node-addr") {
-		t.Errorf("add_node on a single node: %+v", e)
+	for _, tc := range []struct {
+		body, reason string
+	}{
+		{`{"action":"add_node","host":"127.0.0.1","port":5985,"username":"a","password":"b"}`, "--node-addr"},
+		{`{"action":"enable_cluster","bind_address":"0.0.0.0","username":"a","password":"b","node_count":3}`, "--node-addr"},
+		// its system databases exist: CouchDB's finish_cluster finds
+		// them and answers this
+		{`{"action":"finish_cluster"}`, "Cluster is already finished"},
+	} {
+		var e struct{ Error, Reason string }
+		mustCall(t, s, 400, "POST", "/_cluster_setup", tc.body, &e)
+		if e.Error != "bad_request" || !strings.Contains(e.Reason, tc.reason) {
+			t.Errorf("%s on a single node: %+v, want bad_request %q", tc.body, e, tc.reason)
+		}
 	}
 }
 

@@ -18,6 +18,9 @@ type Cluster interface {
 	AddNode(ctx context.Context, host string, port int, user, password string) error
 	RemoveNode(ctx context.Context, name string) error
 	PutNode(ctx context.Context, m *pb.Member) error
+	// FinishCluster records that the cluster's setup is finished; it
+	// reports false when it already was.
+	FinishCluster(ctx context.Context) (bool, error)
 }
 
 // ClusterErrors maps the node's cluster errors to answers; node fills it
@@ -178,8 +181,24 @@ func (g *Gateway) handleNodesDB(rq *req, rest []string) error {
 	return methodNotAllowed("GET,HEAD,PUT,DELETE")
 }
 
+// CouchDB's answers to setup actions on a node past that stage
+// (setup_httpd.erl).
+var (
+	errClusterEnabled  = newErr(400, "bad_request", "Cluster is already enabled")
+	errClusterFinished = newErr(400, "bad_request", "Cluster is already finished")
+)
+
 // handleClusterSetup is CouchDB's /_cluster_setup: GET the state, POST an
 // action (enable_cluster, add_node, finish_cluster).
+//
+// The states map onto settee as CouchDB derives them: a node without
+// --node-addr is a finished single node (its system databases exist from
+// its first start; single_node_disabled would say they are missing); a
+// node with --node-addr is cluster_enabled (CouchDB: bound to a
+// non-loopback address with an admin), and cluster_finished once
+// finish_cluster has run on any member (CouchDB: once the cluster's system
+// databases exist, which finish_cluster creates). A cluster formed by
+// --join or add_node works without finish_cluster.
 func (g *Gateway) handleClusterSetup(rq *req) error {
 	if err := requireAdmin(rq); err != nil {
 		return err
@@ -187,14 +206,17 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 	clustered := g.cfg.Cluster != nil && g.cfg.Cluster.Clustered()
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
-		// CouchDB's states: a node without --node-addr is a finished
-		// single node (its system databases exist from its first start),
-		// single_node_disabled would say they are missing
 		state := "single_node_enabled"
 		if clustered {
+			r, err := g.cfg.Cluster.Members(rq.ctx)
+			if err != nil {
+				return err
+			}
 			state = "cluster_enabled"
-			if _, members, err := g.membership(rq); err == nil && len(members) > 1 {
-				state = "cluster_finished"
+			for _, m := range r.Members {
+				if m.SetupFinishedUs != 0 {
+					state = "cluster_finished"
+				}
 			}
 		}
 		return g.writeJSON(rq, 200, map[string]string{"state": state})
@@ -211,15 +233,41 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 		Port     json.RawMessage `json:"port"`
 		Username string          `json:"username"`
 		Password string          `json:"password"`
+		// enable_cluster with remote_node asks that node to enable
+		// itself; CouchDB answers 201 whatever the other node says
+		RemoteNode json.RawMessage `json:"remote_node"`
 	}
 	if err := g.decodeJSON(rq, &body); err != nil {
 		return err
+	}
+	if !clustered && body.Action == "finish_cluster" {
+		// a single node's system databases exist: CouchDB's answer when
+		// finish_cluster finds them
+		return errClusterFinished
 	}
 	if !clustered && body.Action != "" {
 		return badRequest("this node was started without --node-addr and --cluster-secret; start every node with them to form a cluster")
 	}
 	switch body.Action {
-	case "enable_cluster", "finish_cluster", "enable_single_node":
+	case "enable_cluster":
+		// --node-addr enabled this node at start; with remote_node
+		// CouchDB forwards the action and answers 201 whatever comes back,
+		// and a settee node is enabled by its own flags
+		if len(body.RemoteNode) > 0 && string(body.RemoteNode) != "null" {
+			return g.writeJSON(rq, 201, okBody)
+		}
+		return errClusterEnabled
+	case "finish_cluster":
+		first, err := g.cfg.Cluster.FinishCluster(rq.ctx)
+		if err != nil {
+			return clusterErr(err)
+		}
+		if !first {
+			return errClusterFinished
+		}
+		return g.writeJSON(rq, 201, okBody)
+	case "enable_single_node":
+		// CouchDB answers 201 even on a finished cluster
 		return g.writeJSON(rq, 201, okBody)
 	case "add_node":
 		port := 5984

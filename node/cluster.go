@@ -295,6 +295,21 @@ func init() {
 	httpgw.RegisterClusterError(ErrQuorum, 400, "bad_request", "the shard map cannot be met")
 }
 
+// FinishCluster implements httpgw.Cluster: it records that the cluster's
+// setup is finished (CouchDB's finish_cluster) on this member's record,
+// which spreads to the others; it reports false when a member had already
+// recorded it.
+func (n *Node) FinishCluster(ctx context.Context) (bool, error) {
+	if n.cl == nil {
+		return false, ErrNotClustered
+	}
+	r, err := actors.Ask[finishResult](ctx, n.sys.Root, n.cl.membership, finishSetup{})
+	if err != nil {
+		return false, err
+	}
+	return !r.already, r.err
+}
+
 // Isolate makes this node treat the named peers as unreachable until the
 // next Isolate (with none: healed). It simulates a network partition at the
 // membership level for tests: copies there are skipped, nothing is pushed

@@ -80,8 +80,11 @@ func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomi
 		return nil, err
 	}
 	// this node's own record always reflects its current addresses
-	if old, ok := m.members[self.Name]; ok && old.JoinedUs != 0 {
-		self.JoinedUs = old.JoinedUs
+	if old, ok := m.members[self.Name]; ok {
+		if old.JoinedUs != 0 {
+			self.JoinedUs = old.JoinedUs
+		}
+		self.SetupFinishedUs = old.SetupFinishedUs
 	}
 	if err := m.store(self); err != nil {
 		return nil, err
@@ -175,9 +178,16 @@ func (m *membership) merge(list []*pb.Member) bool {
 			continue
 		}
 		cur, ok := m.members[in.Name]
+		if ok && in.SetupFinishedUs < cur.SetupFinishedUs {
+			// a finished setup stays finished, whatever order the
+			// lists arrive in
+			in = proto.Clone(in).(*pb.Member)
+			in.SetupFinishedUs = cur.SetupFinishedUs
+		}
 		switch {
 		case !ok:
-		case cur.Removed == in.Removed && cur.NodeAddr == in.NodeAddr && cur.HttpAddr == in.HttpAddr:
+		case cur.Removed == in.Removed && cur.NodeAddr == in.NodeAddr && cur.HttpAddr == in.HttpAddr &&
+			cur.SetupFinishedUs == in.SetupFinishedUs:
 			continue
 		case cur.Removed && !in.Removed && in.JoinedUs <= cur.JoinedUs:
 			continue
@@ -325,7 +335,42 @@ func (m *membership) Receive(ctx actor.Context) {
 		ctx.Respond(removeResult{})
 	case *pb.GetMembers:
 		ctx.Respond(m.reply(time.Now()))
+	case finishSetup:
+		if setupFinished(m.list()) {
+			ctx.Respond(finishResult{already: true})
+			return
+		}
+		self := proto.Clone(m.self).(*pb.Member)
+		self.SetupFinishedUs = time.Now().UnixMicro()
+		if err := m.store(self); err != nil {
+			ctx.Respond(finishResult{err: err})
+			return
+		}
+		m.self = self
+		m.log.Info("cluster setup finished")
+		m.spread(ctx)
+		ctx.Respond(finishResult{})
 	}
+}
+
+// finishSetup is a local request: record that the cluster's setup is
+// finished (POST /_cluster_setup finish_cluster), unless it already is.
+type finishSetup struct{}
+
+type finishResult struct {
+	already bool
+	err     error
+}
+
+// setupFinished reports whether finish_cluster ran on any member, removed
+// ones included (finished stays finished).
+func setupFinished(members []*pb.Member) bool {
+	for _, mem := range members {
+		if mem.SetupFinishedUs != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 var errNoSuchMember = errors.New("node: no such member")

@@ -25,14 +25,17 @@ const (
 
 // Member is one node of the cluster, as the _nodes database records it.
 type Member struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                         // node name, e.g. settee@10.0.0.1
-	NodeAddr      string                 `protobuf:"bytes,2,opt,name=node_addr,json=nodeAddr,proto3" json:"node_addr,omitempty"` // remote (gRPC) address other nodes dial
-	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // HTTP address, for operators and the CLI
-	JoinedUs      int64                  `protobuf:"varint,4,opt,name=joined_us,json=joinedUs,proto3" json:"joined_us,omitempty"`
-	Removed       bool                   `protobuf:"varint,5,opt,name=removed,proto3" json:"removed,omitempty"` // a tombstone: removal spreads like an addition
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                         // node name, e.g. settee@10.0.0.1
+	NodeAddr string                 `protobuf:"bytes,2,opt,name=node_addr,json=nodeAddr,proto3" json:"node_addr,omitempty"` // remote (gRPC) address other nodes dial
+	HttpAddr string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"` // HTTP address, for operators and the CLI
+	JoinedUs int64                  `protobuf:"varint,4,opt,name=joined_us,json=joinedUs,proto3" json:"joined_us,omitempty"`
+	Removed  bool                   `protobuf:"varint,5,opt,name=removed,proto3" json:"removed,omitempty"` // a tombstone: removal spreads like an addition
+	// when POST /_cluster_setup finish_cluster ran on this member (0: never);
+	// the cluster is finished once any member's record says so
+	SetupFinishedUs int64 `protobuf:"varint,6,opt,name=setup_finished_us,json=setupFinishedUs,proto3" json:"setup_finished_us,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
@@ -98,6 +101,13 @@ func (x *Member) GetRemoved() bool {
 		return x.Removed
 	}
 	return false
+}
+
+func (x *Member) GetSetupFinishedUs() int64 {
+	if x != nil {
+		return x.SetupFinishedUs
+	}
+	return 0
 }
 
 // JoinRequest asks a node to admit the sender; the answer is the
@@ -606,13 +616,14 @@ var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\rcluster.proto\x12\x06settee\x1a\fsettee.proto\"\x8d\x01\n" +
+	"\rcluster.proto\x12\x06settee\x1a\fsettee.proto\"\xb9\x01\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tnode_addr\x18\x02 \x01(\tR\bnodeAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x12\x1b\n" +
 	"\tjoined_us\x18\x04 \x01(\x03R\bjoinedUs\x12\x18\n" +
-	"\aremoved\x18\x05 \x01(\bR\aremoved\"5\n" +
+	"\aremoved\x18\x05 \x01(\bR\aremoved\x12*\n" +
+	"\x11setup_finished_us\x18\x06 \x01(\x03R\x0fsetupFinishedUs\"5\n" +
 	"\vJoinRequest\x12&\n" +
 	"\x06member\x18\x01 \x01(\v2\x0e.settee.MemberR\x06member\"J\n" +
 	"\n" +
