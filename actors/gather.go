@@ -43,6 +43,10 @@ func (g *Gather) Request(tag int, pid *actor.PID, msg any) {
 	g.root.RequestWithCustomSender(pid, msg, sender)
 }
 
+// Put delivers an answer made without a request (a copy read on the
+// caller's goroutine); it takes one of the Gather's max requests.
+func (g *Gather) Put(tag int, msg any) { g.ch <- Answer{Tag: tag, Msg: msg} }
+
 // C delivers the replies, one per request that was answered.
 func (g *Gather) C() <-chan Answer { return g.ch }
 

@@ -18,6 +18,7 @@ import (
 type Coordinator struct {
 	root    *actor.RootContext
 	pl      Placement
+	reads   PointReads // nil: reads go to the copies' actors
 	onWrite atomic.Pointer[func()]
 }
 
@@ -27,7 +28,42 @@ func (c *Coordinator) OnWrite(f func()) { c.onWrite.Store(&f) }
 
 // New returns a coordinator sending through root.
 func New(root *actor.RootContext, pl Placement) *Coordinator {
-	return &Coordinator{root: root, pl: pl}
+	c := &Coordinator{root: root, pl: pl}
+	c.reads, _ = pl.(PointReads)
+	return c
+}
+
+// readPID addresses the process that answers ref's point reads.
+func (c *Coordinator) readPID(ref *pb.ShardRef) *actor.PID {
+	if c.reads != nil {
+		return c.reads.ReadPID(ref)
+	}
+	return c.pl.PID(ref)
+}
+
+// localReader is ref's reader when this node holds the copy, else nil.
+func (c *Coordinator) localReader(ref *pb.ShardRef) LocalReader {
+	if c.reads == nil || ref.Node != c.pl.Self() {
+		return nil
+	}
+	return c.reads.LocalReader(ref)
+}
+
+// readDoc reads m from one copy: on this goroutine when the copy is here.
+func (c *Coordinator) readDoc(ctx context.Context, ref *pb.ShardRef, m *pb.GetDoc) (*pb.DocReply, error) {
+	var reply *pb.DocReply
+	if lr := c.localReader(ref); lr != nil {
+		reply = lr.ReadDoc(m)
+	} else {
+		var err error
+		if reply, err = actors.Ask[*pb.DocReply](ctx, c.root, c.readPID(ref), m); err != nil {
+			return nil, err
+		}
+	}
+	if reply.Error != nil {
+		return nil, reply.Error
+	}
+	return reply, nil
 }
 
 func (c *Coordinator) lookup(ctx context.Context, db string) (*pb.DbRecord, []Range, error) {
@@ -228,12 +264,12 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	}
 	cps := c.copies(ranges[RangeOf(ranges, m.Id)])
 	if len(cps) == 1 {
-		reply, err := actors.Ask[*pb.DocReply](ctx, c.root, c.pl.PID(cps[0]), m)
+		reply, err := c.readDoc(ctx, cps[0], m)
 		if err != nil {
+			if pe, ok := err.(*pb.Error); ok {
+				return nil, pe
+			}
 			return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
-		}
-		if reply.Error != nil {
-			return nil, reply.Error
 		}
 		return reply, nil
 	}
@@ -255,11 +291,20 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	ask := func(i int) {
 		outstanding[i] = true
 		infoOnly[i] = plain && i > 0
-		if infoOnly[i] {
-			g.Request(i, c.pl.PID(cps[i]), &pb.GetDocInfos{Ids: []string{m.Id}})
+		if lr := c.localReader(cps[i]); lr != nil {
+			// this node's copy: read here while the others' answers travel
+			if infoOnly[i] {
+				g.Put(i, lr.ReadDocInfos([]string{m.Id}))
+			} else {
+				g.Put(i, lr.ReadDoc(m))
+			}
 			return
 		}
-		g.Request(i, c.pl.PID(cps[i]), m)
+		if infoOnly[i] {
+			g.Request(i, c.readPID(cps[i]), &pb.GetDocInfos{Ids: []string{m.Id}})
+			return
+		}
+		g.Request(i, c.readPID(cps[i]), m)
 	}
 	// the other nodes' copies first: their round trip is the longer wait
 	for i := r - 1; i >= 0; i-- {
@@ -341,10 +386,7 @@ wait:
 	best := got[bi].reply
 	if got[bi].infoOnly && best.Info != nil {
 		// the newest copy sent its tree only: its body now
-		full, err := actors.Ask[*pb.DocReply](ctx, c.root, c.pl.PID(got[bi].ref), m)
-		if err == nil && full.Error != nil {
-			err = full.Error
-		}
+		full, err := c.readDoc(ctx, got[bi].ref, m)
 		if err != nil {
 			return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
 		}

@@ -25,6 +25,24 @@ type Placement interface {
 	Alive(node string) bool
 }
 
+// PointReads is a Placement whose copies serve point reads (GetDoc,
+// GetDocInfos) beside their actors, as shard.Reader does. The coordinator
+// uses it when its Placement has it: this node's copy is read on the
+// request's goroutine and another node's by one message to its reader,
+// where the actor's mailbox would add a hand-off on each side.
+type PointReads interface {
+	// ReadPID addresses the process that answers ref's point reads.
+	ReadPID(ref *pb.ShardRef) *actor.PID
+	// LocalReader is ref's reader when the copy is on this node, else nil.
+	LocalReader(ref *pb.ShardRef) LocalReader
+}
+
+// LocalReader reads one copy held by this node, on the caller's goroutine.
+type LocalReader interface {
+	ReadDoc(m *pb.GetDoc) *pb.DocReply
+	ReadDocInfos(ids []string) *pb.DocInfosReply
+}
+
 // Range is one shard range with its copies.
 type Range struct {
 	Begin, End uint32

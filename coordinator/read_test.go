@@ -21,12 +21,31 @@ import (
 type threeCopies struct {
 	rec  *pb.DbRecord
 	pids map[string]*actor.PID
+	sys  *actor.ActorSystem
 }
 
 func (p *threeCopies) Lookup(context.Context, string) (*pb.DbRecord, error) { return p.rec, nil }
 func (p *threeCopies) PID(ref *pb.ShardRef) *actor.PID                      { return p.pids[ref.Node] }
 func (p *threeCopies) Self() string                                         { return "n0" }
 func (p *threeCopies) Alive(string) bool                                    { return true }
+
+// The copies' point reads go to their shard.Readers, as on a node: n0's
+// on the caller's goroutine, the others' by message.
+func (p *threeCopies) ReadPID(ref *pb.ShardRef) *actor.PID {
+	pid := p.pids[ref.Node]
+	return actor.NewPID(pid.Address, shard.ReaderID(pid.Id))
+}
+
+func (p *threeCopies) LocalReader(ref *pb.ShardRef) coordinator.LocalReader {
+	if ref.Node != p.Self() {
+		return nil
+	}
+	pr, ok := p.sys.ProcessRegistry.GetLocal(shard.ReaderID(p.pids[ref.Node].Id))
+	if !ok {
+		return nil
+	}
+	return pr.(*shard.Reader)
+}
 
 func setup(t *testing.T) (*coordinator.Coordinator, *actor.ActorSystem, *threeCopies) {
 	t.Helper()
@@ -38,7 +57,7 @@ func setup(t *testing.T) (*coordinator.Coordinator, *actor.ActorSystem, *threeCo
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
-	p := &threeCopies{rec: &pb.DbRecord{Name: "db", Q: 1, N: 3}, pids: map[string]*actor.PID{}}
+	p := &threeCopies{rec: &pb.DbRecord{Name: "db", Q: 1, N: 3}, pids: map[string]*actor.PID{}, sys: sys}
 	for i, n := range []string{"n0", "n1", "n2"} {
 		p.rec.Shards = append(p.rec.Shards, &pb.ShardRef{Db: "db", RangeEnd: ^uint32(0), Node: n, Handle: uint32(i + 1)})
 		p.pids[n] = sys.Root.Spawn(shard.Props(shard.Config{DB: db, Handle: uint32(i + 1), Name: n, Logger: quiet}))

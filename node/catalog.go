@@ -132,9 +132,8 @@ func actorName(rec *pb.DbRecord, s *pb.ShardRef) string {
 }
 
 func (c *catalog) spawn(rec *pb.DbRecord, s *pb.ShardRef) error {
-	props := shard.Props(shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
-		Disk: c.disk, Tasks: c.tasks, Observer: c.obs, Reads: c.reads})
-	pid, err := c.sys.Root.SpawnNamed(props, actorName(rec, s))
+	pid, err := shard.Spawn(c.sys.Root, shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
+		Disk: c.disk, Tasks: c.tasks, Observer: c.obs, Reads: c.reads}, actorName(rec, s))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)
 	}
@@ -168,6 +167,34 @@ func (c *catalog) PID(ref *pb.ShardRef) *actor.PID {
 		return actor.NewPID(c.sys.Address(), fmt.Sprintf("gone#%d", ref.Handle))
 	}
 	return pid
+}
+
+// ReadPID implements coordinator.PointReads: the copy's shard.Reader.
+func (c *catalog) ReadPID(ref *pb.ShardRef) *actor.PID {
+	pid := c.PID(ref)
+	return actor.NewPID(pid.Address, shard.ReaderID(pid.Id))
+}
+
+// LocalReader implements coordinator.PointReads.
+func (c *catalog) LocalReader(ref *pb.ShardRef) coordinator.LocalReader {
+	if ref.Node != c.node {
+		return nil
+	}
+	c.mu.RLock()
+	pid := c.pids[ref.Handle]
+	c.mu.RUnlock()
+	if pid == nil {
+		return nil
+	}
+	p, ok := c.sys.ProcessRegistry.GetLocal(shard.ReaderID(pid.Id))
+	if !ok {
+		return nil
+	}
+	r, _ := p.(*shard.Reader)
+	if r == nil {
+		return nil
+	}
+	return r
 }
 
 // List returns database names, sorted.

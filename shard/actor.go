@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,11 +32,32 @@ type Config struct {
 	Reads *ReadPool
 }
 
-// Props returns the props of a shard actor.
+// Props returns the props of a shard actor. Its Reader is registered when
+// the actor starts; Spawn registers it before the actor can be addressed.
 func Props(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{cfg: cfg, st: &store{db: cfg.DB, k: newKeys(cfg.Handle)}}
 	})
+}
+
+// Spawn starts a shard copy's actor under name, with its Reader already
+// registered (ReaderID(name)): a read that arrives as soon as the copy
+// exists finds it, instead of a dead letter.
+func Spawn(root *actor.RootContext, cfg Config, name string) (*actor.PID, error) {
+	sys := root.ActorSystem()
+	st := &store{db: cfg.DB, k: newKeys(cfg.Handle)}
+	reader, ok := sys.ProcessRegistry.Add(newReader(cfg, st, sys), ReaderID(name))
+	if !ok {
+		return nil, fmt.Errorf("shard: %s: %w", name, actor.ErrNameExists)
+	}
+	pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{cfg: cfg, st: st, reader: reader}
+	}), name)
+	if err != nil {
+		sys.ProcessRegistry.Remove(reader)
+		return nil, err
+	}
+	return pid, nil
 }
 
 // item is one queued write: a batch of docs, a meta change or a flush.
@@ -83,6 +105,8 @@ type Actor struct {
 	// at a time), queued since compactSince; user writes go first.
 	compactQ     *item
 	compactSince time.Time
+	// reader is the process of the copy's point reads (reader.go).
+	reader *actor.PID
 }
 
 // Receive is the actor's state machine.
@@ -106,6 +130,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.stats = stats
 		a.cfg.Disk.add(stats.FileSize)
 		ctx.SetReceiveTimeout(5 * time.Second)
+		if a.reader == nil {
+			sys := ctx.ActorSystem()
+			a.reader, _ = sys.ProcessRegistry.Add(newReader(a.cfg, a.st, sys), ReaderID(ctx.Self().Id))
+		}
+	case *actor.Stopping:
+		if a.reader != nil {
+			ctx.ActorSystem().ProcessRegistry.Remove(a.reader)
+		}
 	case *actor.Stopped:
 		if a.stats != nil {
 			a.cfg.Disk.add(-a.stats.FileSize)

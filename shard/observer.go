@@ -41,8 +41,10 @@ func (a *Actor) committed(d commitDone) {
 }
 
 // read reports the docs a read returned to the observer.
-func (a *Actor) read(m any) {
-	if a.cfg.Observer == nil {
+func (a *Actor) read(m any) { observeRead(a.cfg.Observer, m) }
+
+func observeRead(obs Observer, m any) {
+	if obs == nil {
 		return
 	}
 	n := 0
@@ -63,7 +65,7 @@ func (a *Actor) read(m any) {
 		n = rowsWithDocs(r.Rows)
 	}
 	if n > 0 {
-		a.cfg.Observer.DocsRead(n)
+		obs.DocsRead(n)
 	}
 }
 

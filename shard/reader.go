@@ -1,0 +1,70 @@
+package shard
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/settee/settee/proto"
+)
+
+// Reader serves a shard copy's point reads (a doc, doc infos by id) beside
+// its actor. Reads never needed the actor's state, only a badger snapshot,
+// but through the mailbox each one cost two goroutine hand-offs (mailbox,
+// then a read worker) before badger was even asked; on a quorum read
+// that is paid on every copy asked, and on two shared cores each hand-off
+// can wait for a thread to wake. The coordinator of this node calls
+// ReadDoc and ReadDocInfos on its own goroutine; other nodes send GetDoc
+// and GetDocInfos to the Reader's process (ReaderID), which runs them on
+// the read pool and answers the sender.
+type Reader struct {
+	st   *store
+	pool *ReadPool
+	obs  Observer
+	sys  *actor.ActorSystem
+}
+
+// ReaderID is the process id of the Reader of the shard actor named id.
+func ReaderID(id string) string { return id + "$read" }
+
+func newReader(cfg Config, st *store, sys *actor.ActorSystem) *Reader {
+	return &Reader{st: st, pool: cfg.Reads, obs: cfg.Observer, sys: sys}
+}
+
+// ReadDoc answers a GetDoc from the copy's latest committed state.
+func (r *Reader) ReadDoc(m *pb.GetDoc) *pb.DocReply {
+	reply := r.st.readDoc(m)
+	observeRead(r.obs, reply)
+	return reply
+}
+
+// ReadDocInfos answers the rev trees of ids (an empty info for a missing id).
+func (r *Reader) ReadDocInfos(ids []string) *pb.DocInfosReply {
+	return r.st.readDocInfos(ids)
+}
+
+// SendUserMessage implements actor.Process: a GetDoc or GetDocInfos is
+// read on the pool and answered to its sender; anything else is a dead
+// letter (the actor takes every other message).
+func (r *Reader) SendUserMessage(pid *actor.PID, message any) {
+	_, msg, sender := actor.UnwrapEnvelope(message)
+	if sender == nil {
+		return
+	}
+	var read func() any
+	switch m := msg.(type) {
+	case *pb.GetDoc:
+		read = func() any { return r.ReadDoc(m) }
+	case *pb.GetDocInfos:
+		read = func() any { return r.ReadDocInfos(m.Ids) }
+	default:
+		r.sys.Root.Send(sender, &actor.DeadLetterResponse{Target: pid})
+		return
+	}
+	r.pool.Go(func() { r.sys.Root.Send(sender, read()) })
+}
+
+// SendSystemMessage implements actor.Process: a Reader has no lifecycle
+// of its own; its actor adds and removes it.
+func (r *Reader) SendSystemMessage(*actor.PID, any) {}
+
+// Stop implements actor.Process.
+func (r *Reader) Stop(pid *actor.PID) { r.sys.ProcessRegistry.Remove(pid) }
