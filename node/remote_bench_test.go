@@ -3,9 +3,11 @@ package node
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -133,4 +135,93 @@ func TestEchoNodeProcess(t *testing.T) {
 	}
 	fmt.Println("echo-node " + addr)
 	select {}
+}
+
+// BenchmarkLoopbackRoundTripProcess is the floor under the two benchmarks
+// above: one request and its answer between two processes over a bare
+// loopback TCP connection (length-prefixed bytes, a 64-byte answer), no
+// gRPC, no protoactor, no serialization. What it costs is the machine's:
+// two syscalls on each side and the wake-up of the other process's thread.
+// A read with r=2 pays at least this much more than a read with r=1.
+//
+//	go test -run '^$' -bench LoopbackRoundTripProcess ./node/
+func BenchmarkLoopbackRoundTripProcess(b *testing.B) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestLoopbackEchoProcess$")
+	cmd.Env = append(os.Environ(), "SETTEE_LOOPBACK_ECHO=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var addr string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "loopback-echo "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		b.Fatal("the echo process printed no address")
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	for _, size := range []int{100, len(echoDoc)} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			msg := make([]byte, 4+size)
+			binary.BigEndian.PutUint32(msg, uint32(size))
+			ans := make([]byte, 64)
+			for b.Loop() {
+				if _, err := conn.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(conn, ans); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestLoopbackEchoProcess is BenchmarkLoopbackRoundTripProcess's other
+// process; it runs only there, until killed.
+func TestLoopbackEchoProcess(t *testing.T) {
+	if os.Getenv("SETTEE_LOOPBACK_ECHO") == "" {
+		t.Skip("the other process of BenchmarkLoopbackRoundTripProcess")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("loopback-echo " + ln.Addr().String())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			hdr := make([]byte, 4)
+			ans := make([]byte, 64)
+			for {
+				if _, err := io.ReadFull(r, hdr); err != nil {
+					return
+				}
+				if _, err := r.Discard(int(binary.BigEndian.Uint32(hdr))); err != nil {
+					return
+				}
+				if _, err := c.Write(ans); err != nil {
+					return
+				}
+			}
+		}()
+	}
 }
