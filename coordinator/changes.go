@@ -262,17 +262,17 @@ func matchRev(sel *mango.Selector, info *pb.FullDocInfo, rb *pb.RevBody, conflic
 
 // Now returns the current sequence of a database (since=now).
 func (c *Coordinator) Now(ctx context.Context, db string) (string, error) {
-	_, ranges, err := c.lookup(ctx, db)
+	rec, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return "", err
 	}
-	metas, err := c.shardMetas(ctx, ranges)
+	metas, err := c.quorumMetas(ctx, rec, ranges)
 	if err != nil {
 		return "", err
 	}
 	seqs := make([]Pos, len(ranges))
 	for i, m := range metas {
-		seqs[i] = Pos{Node: c.readRef(ranges[i]).Node, Seq: m.UpdateSeq}
+		seqs[i] = Pos{Node: m.ref.Node, Seq: m.meta.UpdateSeq}
 	}
 	return EncodeSeq(ranges, seqs), nil
 }

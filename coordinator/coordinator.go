@@ -636,24 +636,124 @@ func (c *Coordinator) DBInfo(ctx context.Context, db string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	metas, err := c.shardMetas(ctx, ranges)
+	metas, err := c.quorumMetas(ctx, rec, ranges)
 	if err != nil {
 		return nil, err
 	}
-	info := &Info{Record: rec, Meta: metas[0]}
+	info := &Info{Record: rec, Meta: metas[0].meta}
 	seqs := make([]Pos, len(ranges))
-	for i, m := range metas {
+	for i, ma := range metas {
+		m := ma.meta
 		info.DocCount += m.DocCount
 		info.DelCount += m.DelCount
 		info.PurgeSeq += m.PurgeSeq
 		info.External += m.ExternalSize
 		info.Active += m.ActiveSize
-		seqs[i] = Pos{Node: c.readRef(ranges[i]).Node, Seq: m.UpdateSeq}
+		seqs[i] = Pos{Node: ma.ref.Node, Seq: m.UpdateSeq}
 	}
 	info.UpdateSeq = EncodeSeq(ranges, seqs)
 	return info, nil
 }
 
+// metaAt is a range's header and the copy it was read from.
+type metaAt struct {
+	meta *pb.ShardMeta
+	ref  *pb.ShardRef
+}
+
+// quorumMetas reads each range's header from r of its live copies (n/2+1,
+// this node's first; another for each that fails, all of them after
+// hedgeAfter) and keeps the most advanced (highest update_seq). Since
+// w+r > n, the counts then include every write acknowledged with the
+// default quorum, which one copy per range could miss: a _bulk_docs
+// answers 201 once two copies committed, and the third may be this
+// node's, still committing.
+func (c *Coordinator) quorumMetas(ctx context.Context, rec *pb.DbRecord, ranges []Range) ([]metaAt, error) {
+	cps := make([][]*pb.ShardRef, len(ranges))
+	stride := 1
+	for i, r := range ranges {
+		cps[i] = c.copies(r)
+		stride = max(stride, len(cps[i]))
+	}
+	need := make([]int, len(ranges))
+	next := make([]int, len(ranges))
+	waiting := make([]int, len(ranges))
+	out := make([]metaAt, len(ranges))
+	g := actors.NewGather(c.root, len(ranges)*stride)
+	defer g.Close()
+	ask := func(i int) {
+		j := next[i]
+		next[i]++
+		waiting[i]++
+		g.Request(i*stride+j, c.pl.PID(cps[i][j]), &pb.GetShardInfo{})
+	}
+	pending := 0 // ranges still short of answers
+	for i := range ranges {
+		need[i] = min(int(rec.N)/2+1, len(cps[i]))
+		for range need[i] {
+			ask(i)
+		}
+		pending++
+	}
+	hedge := time.NewTimer(hedgeAfter)
+	defer hedge.Stop()
+	deadline := time.NewTimer(actors.Timeout(ctx))
+	defer deadline.Stop()
+	var firstErr error
+	for pending > 0 {
+		select {
+		case a := <-g.C():
+			i, j := a.Tag/stride, a.Tag%stride
+			waiting[i]--
+			err := a.Err
+			si, ok := a.Msg.(*pb.ShardInfo)
+			switch {
+			case err != nil:
+			case !ok:
+				err = fmt.Errorf("coordinator: unexpected reply %T", a.Msg)
+			case si.Error != nil:
+				err = si.Error
+			}
+			if need[i] == 0 {
+				continue // the range has its answers
+			}
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				if next[i] < len(cps[i]) {
+					ask(i)
+				} else if waiting[i] == 0 && out[i].meta == nil {
+					return nil, fmt.Errorf("coordinator: shard info: %w", firstErr)
+				} else if waiting[i] == 0 {
+					need[i] = 0 // fewer than r answered: the best of them
+					pending--
+				}
+				continue
+			}
+			if out[i].meta == nil || si.Meta.UpdateSeq > out[i].meta.UpdateSeq {
+				out[i] = metaAt{meta: si.Meta, ref: cps[i][j]}
+			}
+			if need[i]--; need[i] == 0 || (waiting[i] == 0 && next[i] == len(cps[i])) {
+				need[i] = 0
+				pending--
+			}
+		case <-hedge.C:
+			for i := range ranges {
+				for need[i] > 0 && next[i] < len(cps[i]) {
+					ask(i)
+				}
+			}
+		case <-deadline.C:
+			return nil, fmt.Errorf("coordinator: shard info: %w", context.DeadlineExceeded)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("coordinator: shard info: %w", ctx.Err())
+		}
+	}
+	return out, nil
+}
+
+// shardMetas reads each range's header from the copy that serves its reads.
 func (c *Coordinator) shardMetas(ctx context.Context, ranges []Range) ([]*pb.ShardMeta, error) {
 	futures := make([]*actor.Future, len(ranges))
 	to := actors.Timeout(ctx)
