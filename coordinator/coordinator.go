@@ -110,6 +110,27 @@ type Outcome struct {
 	Accepted bool
 }
 
+// hashRevs computes each new revision's hash once, for its copies to use:
+// hashing the body was 10% of a copy's CPU in a three-node _bulk_docs. A
+// doc with attachments is left to the copies (their digests may come from
+// the parent), as is a doc whose _rev does not parse.
+func hashRevs(docs []*pb.DocUpdate) {
+	for _, d := range docs {
+		if d.HasAtts || len(d.Atts) > 0 {
+			continue
+		}
+		var parent *revtree.Rev
+		if d.Rev != "" {
+			p, err := revtree.ParseRev(d.Rev)
+			if err != nil {
+				continue
+			}
+			parent = &p
+		}
+		d.RevHash = revtree.NewRevHash(d.Deleted, parent, d.Body, nil)
+	}
+}
+
 // ErrNoCopies is a doc's error when no copy of its shard could be reached.
 var ErrNoCopies = &pb.Error{Code: "internal_server_error", Reason: "No shard copy of this document could be reached"}
 
@@ -143,7 +164,11 @@ func (c *Coordinator) UpdateDocs(ctx context.Context, db string, docs []*pb.DocU
 			continue
 		}
 		m := &pb.UpdateDocs{Docs: ds, NewEdits: newEdits, Reply: true}
-		for _, cp := range c.copies(ranges[i]) {
+		cps := c.copies(ranges[i])
+		if newEdits && len(cps) > 1 {
+			hashRevs(ds)
+		}
+		for _, cp := range cps {
 			refs = append(refs, cp)
 			batches = append(batches, m)
 		}

@@ -943,15 +943,19 @@ func (x *Att) GetEncodedLength() uint64 {
 // DocUpdate is one document of a write batch. tag numbers it within the batch
 // (ids may repeat); replies are matched by tag.
 type DocUpdate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tag           uint32                 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
-	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
-	Body          []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"` // JSON object, underscore fields removed
-	Rev           string                 `protobuf:"bytes,4,opt,name=rev,proto3" json:"rev,omitempty"`   // _rev (new_edits=true): the parent rev, "" for new
-	Deleted       bool                   `protobuf:"varint,5,opt,name=deleted,proto3" json:"deleted,omitempty"`
-	Revisions     *Revisions             `protobuf:"bytes,6,opt,name=revisions,proto3" json:"revisions,omitempty"` // _revisions, when given
-	Atts          []*Att                 `protobuf:"bytes,7,rep,name=atts,proto3" json:"atts,omitempty"`
-	HasAtts       bool                   `protobuf:"varint,8,opt,name=has_atts,json=hasAtts,proto3" json:"has_atts,omitempty"` // _attachments was present (even if empty)
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Tag       uint32                 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Id        string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Body      []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"` // JSON object, underscore fields removed
+	Rev       string                 `protobuf:"bytes,4,opt,name=rev,proto3" json:"rev,omitempty"`   // _rev (new_edits=true): the parent rev, "" for new
+	Deleted   bool                   `protobuf:"varint,5,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Revisions *Revisions             `protobuf:"bytes,6,opt,name=revisions,proto3" json:"revisions,omitempty"` // _revisions, when given
+	Atts      []*Att                 `protobuf:"bytes,7,rep,name=atts,proto3" json:"atts,omitempty"`
+	HasAtts   bool                   `protobuf:"varint,8,opt,name=has_atts,json=hasAtts,proto3" json:"has_atts,omitempty"` // _attachments was present (even if empty)
+	// new_edits=true, no attachments: the new revision's hash when its parent
+	// is rev ("" for none), computed once by the coordinator instead of by
+	// every copy; a copy that picks another parent computes its own.
+	RevHash       string `protobuf:"bytes,9,opt,name=rev_hash,json=revHash,proto3" json:"rev_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1040,6 +1044,13 @@ func (x *DocUpdate) GetHasAtts() bool {
 		return x.HasAtts
 	}
 	return false
+}
+
+func (x *DocUpdate) GetRevHash() string {
+	if x != nil {
+		return x.RevHash
+	}
+	return ""
 }
 
 // UpdateDocs is cast to a shard. When the sender expects an answer it sends
@@ -3535,7 +3546,7 @@ const file_settee_proto_rawDesc = "" +
 	"\afollows\x18\b \x01(\bR\afollows\x12\x1a\n" +
 	"\bencoding\x18\t \x01(\tR\bencoding\x12%\n" +
 	"\x0eencoded_length\x18\n" +
-	" \x01(\x04R\rencodedLength\"\xda\x01\n" +
+	" \x01(\x04R\rencodedLength\"\xf5\x01\n" +
 	"\tDocUpdate\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\rR\x03tag\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -3544,7 +3555,8 @@ const file_settee_proto_rawDesc = "" +
 	"\adeleted\x18\x05 \x01(\bR\adeleted\x12/\n" +
 	"\trevisions\x18\x06 \x01(\v2\x11.settee.RevisionsR\trevisions\x12\x1f\n" +
 	"\x04atts\x18\a \x03(\v2\v.settee.AttR\x04atts\x12\x19\n" +
-	"\bhas_atts\x18\b \x01(\bR\ahasAtts\"f\n" +
+	"\bhas_atts\x18\b \x01(\bR\ahasAtts\x12\x19\n" +
+	"\brev_hash\x18\t \x01(\tR\arevHash\"f\n" +
 	"\n" +
 	"UpdateDocs\x12%\n" +
 	"\x04docs\x18\x01 \x03(\v2\x11.settee.DocUpdateR\x04docs\x12\x1b\n" +

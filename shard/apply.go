@@ -202,6 +202,15 @@ func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 	return res
 }
 
+// sameParent reports whether the parent a copy picked is the one the
+// coordinator hashed the new revision for: the doc's _rev, or none.
+func sameParent(pr *revtree.Rev, rev string) bool {
+	if pr == nil {
+		return rev == ""
+	}
+	return rev != "" && pr.String() == rev
+}
+
 // applyDoc merges one doc. It returns a per-doc error as a result; a
 // returned error is a storage failure that fails the whole group.
 func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdits bool) (*pb.DocResult, error) {
@@ -297,7 +306,11 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		} else {
 			path = []revtree.Rev{{Pos: 1}}
 		}
-		path[0].Hash = revtree.NewRevHash(d.Deleted, pr, d.Body, digests)
+		if d.RevHash != "" && len(atts) == 0 && sameParent(pr, d.Rev) {
+			path[0].Hash = d.RevHash // the coordinator's, for this parent
+		} else {
+			path[0].Hash = revtree.NewRevHash(d.Deleted, pr, d.Body, digests)
+		}
 		if revtree.Find(info, path[0]) >= 0 {
 			meta.UpdateSeq--
 			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: ErrConflict}, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard/revtree"
 )
 
 type fixture struct {
@@ -186,5 +187,43 @@ func TestMetaSurvivesRestart(t *testing.T) {
 	f.update(true, &pb.DocUpdate{Id: "c", Body: []byte(`{}`)})
 	if m := f.meta(); m.UpdateSeq != 3 {
 		t.Fatalf("seq after respawn: %+v", m)
+	}
+}
+
+// A copy takes the coordinator's rev hash only for the parent it was
+// computed for: the doc's _rev, or none. Recreating a deleted doc without
+// a _rev extends the deleted leaf, so the copy hashes that edit itself.
+func TestRevHashHint(t *testing.T) {
+	f := newFixture(t)
+	hint := func(d *pb.DocUpdate) *pb.DocUpdate {
+		var parent *revtree.Rev
+		if d.Rev != "" {
+			p, _ := revtree.ParseRev(d.Rev)
+			parent = &p
+		}
+		d.RevHash = revtree.NewRevHash(d.Deleted, parent, d.Body, nil)
+		return d
+	}
+	plain := newFixture(t) // the same edits, no hints
+	same := func(a, b []*pb.DocResult) {
+		t.Helper()
+		if a[0].Error != nil || b[0].Error != nil || a[0].Rev != b[0].Rev {
+			t.Fatalf("with hint %v, without %v: want the same rev", a[0], b[0])
+		}
+	}
+	r1 := f.update(true, hint(&pb.DocUpdate{Id: "a", Body: []byte(`{"v":1}`)}))
+	same(r1, plain.update(true, &pb.DocUpdate{Id: "a", Body: []byte(`{"v":1}`)}))
+	r2 := f.update(true, hint(&pb.DocUpdate{Id: "a", Rev: r1[0].Rev, Deleted: true, Body: []byte(`{}`)}))
+	same(r2, plain.update(true, &pb.DocUpdate{Id: "a", Rev: r1[0].Rev, Deleted: true, Body: []byte(`{}`)}))
+	// recreate without _rev: the hint (for no parent) does not apply
+	r3 := f.update(true, hint(&pb.DocUpdate{Id: "a", Body: []byte(`{"v":3}`)}))
+	same(r3, plain.update(true, &pb.DocUpdate{Id: "a", Body: []byte(`{"v":3}`)}))
+	if !strings.HasPrefix(r3[0].Rev, "3-") {
+		t.Fatalf("recreated rev %s, want 3-… (extends the deleted leaf)", r3[0].Rev)
+	}
+	// for its parent, the hint is what the copy uses
+	r4 := f.update(true, &pb.DocUpdate{Id: "b", Body: []byte(`{}`), RevHash: "0123456789abcdef0123456789abcdef"})
+	if r4[0].Rev != "1-0123456789abcdef0123456789abcdef" {
+		t.Fatalf("rev %s, want the hinted hash", r4[0].Rev)
 	}
 }
