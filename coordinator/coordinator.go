@@ -700,68 +700,53 @@ func (c *Coordinator) quorumMetas(ctx context.Context, rec *pb.DbRecord, ranges 
 		cps[i] = c.copies(r)
 		stride = max(stride, len(cps[i]))
 	}
-	need := make([]int, len(ranges))
-	next := make([]int, len(ranges))
-	waiting := make([]int, len(ranges))
+	need := make([]int, len(ranges))    // answers still wanted
+	next := make([]int, len(ranges))    // the next copy to ask
+	waiting := make([]int, len(ranges)) // asks not yet answered
 	out := make([]metaAt, len(ranges))
+	outstanding := make([]bool, len(ranges)*stride) // by tag
 	g := actors.NewGather(c.root, len(ranges)*stride)
 	defer g.Close()
 	ask := func(i int) {
 		j := next[i]
 		next[i]++
 		waiting[i]++
+		outstanding[i*stride+j] = true
 		g.Request(i*stride+j, c.pl.PID(cps[i][j]), &pb.GetShardInfo{})
 	}
-	pending := 0 // ranges still short of answers
+	pending := len(ranges) // ranges still short of answers
 	for i := range ranges {
 		need[i] = min(int(rec.N)/2+1, len(cps[i]))
 		for range need[i] {
 			ask(i)
 		}
-		pending++
 	}
 	hedge := time.NewTimer(hedgeAfter)
 	defer hedge.Stop()
 	deadline := time.NewTimer(actors.Timeout(ctx))
 	defer deadline.Stop()
+	// a copy whose node is seen down while we wait on it has failed (a
+	// node that hangs with its connections open never answers)
+	live := time.NewTicker(liveCheck)
+	defer live.Stop()
 	var firstErr error
 	for pending > 0 {
+		var a actors.Answer
 		select {
-		case a := <-g.C():
-			i, j := a.Tag/stride, a.Tag%stride
-			waiting[i]--
-			err := a.Err
-			si, ok := a.Msg.(*pb.ShardInfo)
-			switch {
-			case err != nil:
-			case !ok:
-				err = fmt.Errorf("coordinator: unexpected reply %T", a.Msg)
-			case si.Error != nil:
-				err = si.Error
+		case a = <-g.C():
+			if !outstanding[a.Tag] {
+				continue // counted as failed already
 			}
-			if need[i] == 0 {
-				continue // the range has its answers
+		case <-live.C:
+			a.Tag = -1
+			for tag, o := range outstanding {
+				if n := cps[tag/stride][tag%stride].Node; o && n != c.pl.Self() && !c.pl.Alive(n) {
+					a = actors.Answer{Tag: tag, Err: fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, n)}
+					break
+				}
 			}
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				if next[i] < len(cps[i]) {
-					ask(i)
-				} else if waiting[i] == 0 && out[i].meta == nil {
-					return nil, fmt.Errorf("coordinator: shard info: %w", firstErr)
-				} else if waiting[i] == 0 {
-					need[i] = 0 // fewer than r answered: the best of them
-					pending--
-				}
+			if a.Tag < 0 {
 				continue
-			}
-			if out[i].meta == nil || si.Meta.UpdateSeq > out[i].meta.UpdateSeq {
-				out[i] = metaAt{meta: si.Meta, ref: cps[i][j]}
-			}
-			if need[i]--; need[i] == 0 || (waiting[i] == 0 && next[i] == len(cps[i])) {
-				need[i] = 0
-				pending--
 			}
 		case <-hedge.C:
 			for i := range ranges {
@@ -769,10 +754,45 @@ func (c *Coordinator) quorumMetas(ctx context.Context, rec *pb.DbRecord, ranges 
 					ask(i)
 				}
 			}
+			continue
 		case <-deadline.C:
 			return nil, fmt.Errorf("coordinator: shard info: %w", context.DeadlineExceeded)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("coordinator: shard info: %w", ctx.Err())
+		}
+		outstanding[a.Tag] = false
+		i, j := a.Tag/stride, a.Tag%stride
+		waiting[i]--
+		if need[i] == 0 {
+			continue // the range has its answers
+		}
+		err := a.Err
+		si, ok := a.Msg.(*pb.ShardInfo)
+		switch {
+		case err != nil:
+		case !ok:
+			err = fmt.Errorf("coordinator: unexpected reply %T", a.Msg)
+		case si.Error != nil:
+			err = si.Error
+		}
+		if err == nil && (out[i].meta == nil || si.Meta.UpdateSeq > out[i].meta.UpdateSeq) {
+			out[i] = metaAt{meta: si.Meta, ref: cps[i][j]}
+		}
+		switch {
+		case err == nil:
+			need[i]--
+		case firstErr == nil:
+			firstErr = err
+		}
+		if err != nil && next[i] < len(cps[i]) {
+			ask(i) // another copy in its place
+		}
+		if need[i] == 0 || waiting[i] == 0 {
+			if out[i].meta == nil {
+				return nil, fmt.Errorf("coordinator: shard info: %w", firstErr)
+			}
+			need[i] = 0 // done, or fewer than r answered: the best of them
+			pending--
 		}
 	}
 	return out, nil
