@@ -169,9 +169,16 @@ func (c *catalog) PID(ref *pb.ShardRef) *actor.PID {
 	return pid
 }
 
-// ReadPID implements coordinator.PointReads: the copy's shard.Reader.
+// ReadPID implements coordinator.PointReads: the copy's shard.Reader (a
+// copy of this node without one, which a shard spawned by shard.Props
+// has until it starts, is asked through its actor, which reads too).
 func (c *catalog) ReadPID(ref *pb.ShardRef) *actor.PID {
 	pid := c.PID(ref)
+	if ref.Node == c.node {
+		if _, ok := c.sys.ProcessRegistry.GetLocal(shard.ReaderID(pid.Id)); !ok {
+			return pid
+		}
+	}
 	return actor.NewPID(pid.Address, shard.ReaderID(pid.Id))
 }
 

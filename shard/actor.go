@@ -46,16 +46,23 @@ func Props(cfg Config) *actor.Props {
 func Spawn(root *actor.RootContext, cfg Config, name string) (*actor.PID, error) {
 	sys := root.ActorSystem()
 	st := &store{db: cfg.DB, k: newKeys(cfg.Handle)}
-	reader, ok := sys.ProcessRegistry.Add(newReader(cfg, st, sys), ReaderID(name))
-	if !ok {
-		return nil, fmt.Errorf("shard: %s: %w", name, actor.ErrNameExists)
+	// a Reader left under this name (its actor gone) is replaced; if the
+	// actor is still there, the spawn fails below and it is put back
+	old, had := sys.ProcessRegistry.GetLocal(ReaderID(name))
+	readerPID := actor.NewPID(sys.Address(), ReaderID(name))
+	if had {
+		sys.ProcessRegistry.Remove(readerPID)
 	}
+	reader, _ := sys.ProcessRegistry.Add(newReader(cfg, st, sys), ReaderID(name))
 	pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{cfg: cfg, st: st, reader: reader}
 	}), name)
 	if err != nil {
 		sys.ProcessRegistry.Remove(reader)
-		return nil, err
+		if had {
+			sys.ProcessRegistry.Add(old, ReaderID(name))
+		}
+		return nil, fmt.Errorf("shard: spawn %s: %w", name, err)
 	}
 	return pid, nil
 }

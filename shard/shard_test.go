@@ -227,3 +227,35 @@ func TestRevHashHint(t *testing.T) {
 		t.Fatalf("rev %s, want the hinted hash", r4[0].Rev)
 	}
 }
+
+// Spawn replaces a Reader left under the copy's name by an actor that is
+// gone, and leaves a live copy's Reader alone when the name is taken.
+func TestSpawnReaderLeftBehind(t *testing.T) {
+	db := openTestDB(t)
+	sys := quietSystem()
+	t.Cleanup(sys.Shutdown)
+	cfg := Config{DB: db, Handle: 9, Name: "left", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	stale := &Reader{sys: sys}
+	if _, ok := sys.ProcessRegistry.Add(stale, ReaderID("left")); !ok {
+		t.Fatal("register the stale reader")
+	}
+	pid, err := Spawn(sys.Root, cfg, "left")
+	if err != nil {
+		t.Fatalf("spawn over a reader left behind: %v", err)
+	}
+	p, ok := sys.ProcessRegistry.GetLocal(ReaderID("left"))
+	if !ok || p == stale {
+		t.Fatalf("the reader left behind is still registered")
+	}
+	if _, err := Spawn(sys.Root, cfg, "left"); err == nil {
+		t.Fatal("a second spawn under a live copy's name succeeded")
+	}
+	if q, ok := sys.ProcessRegistry.GetLocal(ReaderID("left")); !ok || q != p {
+		t.Fatal("a failed spawn replaced the live copy's reader")
+	}
+	// the live copy's reads still answer
+	r, err := actors.Ask[*pb.DocReply](context.Background(), sys.Root, actor.NewPID(pid.Address, ReaderID("left")), &pb.GetDoc{Id: "nope"})
+	if err != nil || r.Error != nil || r.Info != nil {
+		t.Fatalf("read through the reader: %v %v", r, err)
+	}
+}
