@@ -327,6 +327,9 @@ func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 	var drop []uint32
 	var fresh []*pb.ShardRef
 	err := shard.Update(c.db, func(txn *badger.Txn) error {
+		// Update runs this again when badger blocked writes (a reclaim's
+		// DropPrefix): start over, or each copy is listed (and spawned) twice
+		drop, fresh = drop[:0], fresh[:0]
 		if cur != nil && !cur.Deleted {
 			for _, s := range cur.Shards {
 				if s.Node == c.node {
