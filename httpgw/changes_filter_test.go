@@ -178,6 +178,41 @@ func TestChangesSelectorFilter(t *testing.T) {
 	}
 }
 
+// TestChangesSelectorOperators: filter=_selector matches with the array,
+// string and type operators (mango: $elemMatch $allMatch $regex
+// $beginsWith $size $mod $type $all $keyMapMatch) as CouchDB's
+// mango_selector does, over the whole path from the request to the rows.
+func TestChangesSelectorOperators(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/selops?q=2", nil, nil)
+	bulkDocs(t, s, "selops", []map[string]any{
+		{"_id": "ann", "name": "Ann Smith", "n": 4, "scores": []any{70, 92}, "tags": []any{"a", "b"}, "m": map[string]any{"red": 1}},
+		{"_id": "bob", "name": "Bob Jones", "n": 5, "scores": []any{50, 60}, "tags": []any{"b"}, "m": map[string]any{}},
+		{"_id": "cy", "name": "cy smith", "n": "5", "scores": []any{}, "tags": "a", "m": []any{"red"}},
+	})
+	for _, c := range []struct {
+		sel  string
+		want []string
+	}{
+		{`{"scores":{"$elemMatch":{"$gte":90}}}`, []string{"ann"}},
+		{`{"scores":{"$elemMatch":{"$lt":90}}}`, []string{"ann", "bob"}},
+		{`{"name":{"$regex":"(?i)smith$"}}`, []string{"ann", "cy"}},
+		{`{"name":{"$regex":"^[A-Z]"},"scores":{"$elemMatch":{"$lt":55}}}`, []string{"bob"}},
+		{`{"scores":{"$allMatch":{"$gte":60}}}`, []string{"ann"}}, // cy's empty array does not match
+		{`{"name":{"$beginsWith":"Bob"}}`, []string{"bob"}},
+		{`{"scores":{"$size":0}}`, []string{"cy"}},
+		{`{"n":{"$mod":[2,1]}}`, []string{"bob"}}, // cy's "5" is no integer
+		{`{"n":{"$type":"string"}}`, []string{"cy"}},
+		{`{"tags":{"$all":["b","a"]}}`, []string{"ann"}},
+		{`{"m":{"$keyMapMatch":{"$eq":"red"}}}`, []string{"ann"}},
+	} {
+		got := changeIDs(selChanges(t, s, "selops", "", c.sel))
+		if slices.Sort(got); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.sel, got, c.want)
+		}
+	}
+}
+
 // TestChangesSelectorLongpoll: a longpoll with filter=_selector is not
 // answered by a change the selector leaves out; it waits on, and answers
 // the first change that matches.
@@ -272,6 +307,11 @@ func TestChangesFilterErrors(t *testing.T) {
 		{"POST", "filter=_selector", `{"selector":{"a":{"$foo":1}}}`, 400, "bad_request", "Invalid operator: $foo"},
 		{"POST", "filter=_selector", `{"selector":{"a":{"$in":5}}}`, 400, "bad_request", "Bad argument for operator $in: 5"},
 		{"POST", "filter=_selector", `{"selector":{"$gt":5}}`, 400, "bad_request", "One or more conditions is missing a field name."},
+		{"POST", "filter=_selector", `{"selector":{"a":{"$regex":"("}}}`, 400, "bad_request", `Bad argument for operator $regex: "("`},
+		{"POST", "filter=_selector", `{"selector":{"a":{"$elemMatch":3}}}`, 400, "bad_request", "Bad argument for operator $elemMatch: 3"},
+		{"POST", "filter=_selector", `{"selector":{"a":{"$mod":[0,1]}}}`, 400, "bad_request", "Bad argument for operator $mod: [0,1]"},
+		{"POST", "filter=_selector", `{"selector":{"a":{"$beginsWith":1}}}`, 400, "bad_request", "Invalid operator: $beginsWith"},
+		{"POST", "filter=_selector", `{"selector":{"a":{"$text":"x"}}}`, 400, "bad_request", "Unsupported operator: $text"},
 		{"POST", "filter=_selector", `{"selector":`, 400, "bad_request", "invalid UTF-8 JSON"},
 		{"POST", "filter=_selector", `[1]`, 400, "bad_request", "Request body must be a JSON object"},
 		{"POST", "filter=_nope", `{}`, 400, "bad_request", "unknown builtin filter name"},

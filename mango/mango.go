@@ -1,8 +1,11 @@
 // Package mango matches documents against a basic Mango selector, the query
 // language of CouchDB's _find, as the replicator's "selector" filter uses it.
 // Supported: implicit and explicit $and, $or, $not, $nor, field conditions
-// $eq $ne $gt $gte $lt $lte $in $nin $exists, and nested fields (dotted
-// paths or nested objects). Values compare with CouchDB's collation order
+// $eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod $regex $all
+// $beginsWith, the sub-selectors $elemMatch $allMatch $keyMapMatch, and
+// nested fields (dotted paths or nested objects). $text is rejected: it
+// needs a text index, as in CouchDB. The semantics follow CouchDB's
+// mango_selector.erl (norm_ops for the arguments, match for the values). Values compare with CouchDB's collation order
 // of JSON types (null < false < true < numbers < strings < arrays <
 // objects); strings compare by code point, not ICU.
 package mango
@@ -10,7 +13,10 @@ package mango
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,12 +39,13 @@ func badArg(op string, arg any) error {
 
 // condOps are the field conditions this package matches.
 var condOps = map[string]bool{"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true,
-	"$in": true, "$nin": true, "$exists": true}
+	"$in": true, "$nin": true, "$exists": true, "$type": true, "$size": true, "$mod": true, "$regex": true,
+	"$all": true, "$elemMatch": true, "$allMatch": true, "$keyMapMatch": true, "$beginsWith": true}
 
 // couchOps are the operators of CouchDB's Mango that this package does not
-// match.
-var couchOps = map[string]bool{"$regex": true, "$size": true, "$mod": true, "$type": true, "$all": true,
-	"$elemMatch": true, "$allMatch": true, "$keyMapMatch": true, "$beginsWith": true, "$text": true}
+// match: $text needs a text index, which _changes and the replicator do
+// not have.
+var couchOps = map[string]bool{"$text": true}
 
 // Selector is a compiled selector.
 type Selector struct{ m matcher }
@@ -261,6 +268,157 @@ func compileOp(op string, arg any, path []string) (matcher, error) {
 			_, found := lookup(d, path)
 			return found == want
 		}, nil
+	case "$type":
+		// norm_ops takes any string; mango_json:type names the six JSON
+		// types, so another name matches nothing
+		name, ok := arg.(string)
+		if !ok {
+			return nil, badArg(op, arg)
+		}
+		test = func(v any) bool { return typeName(v) == name }
+	case "$size":
+		// a non-negative integer; only arrays match
+		n, ok := integer(arg)
+		if !ok || n < 0 {
+			return nil, badArg(op, arg)
+		}
+		test = func(v any) bool {
+			arr, ok := v.([]any)
+			return ok && int64(len(arr)) == n
+		}
+	case "$mod":
+		// [Divisor, Remainder], integers; Value rem Divisor == Remainder,
+		// rem truncating toward zero as Go's % does. Only integer values
+		// match. CouchDB takes a divisor of 0 and fails the match with
+		// badarith; here it is a bad argument.
+		pair, ok := arg.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, badArg(op, arg)
+		}
+		d, okD := integer(pair[0])
+		r, okR := integer(pair[1])
+		if !okD || !okR || d == 0 {
+			return nil, badArg(op, arg)
+		}
+		test = func(v any) bool {
+			n, ok := integer(v)
+			return ok && n%d == r
+		}
+	case "$regex":
+		// CouchDB compiles the pattern with PCRE (re:compile) and matches
+		// unanchored (re:run); Go's regexp is RE2, so: lookaround and
+		// backreferences do not compile here (a bad argument) where
+		// CouchDB takes them; "." and classes match a code point, not a
+		// byte as PCRE does on a binary without the unicode option; "$"
+		// without (?m) matches only at the end of the text, not also
+		// before a final newline. Only strings match.
+		src, ok := arg.(string)
+		if !ok {
+			// norm_ops has no bad_arg clause for a non-string: it falls
+			// through to the unknown operator
+			return nil, errorf("Invalid operator: %s", op)
+		}
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return nil, badArg(op, arg)
+		}
+		test = func(v any) bool {
+			s, ok := v.(string)
+			return ok && re.MatchString(s)
+		}
+	case "$beginsWith":
+		// a non-string argument is CouchDB's invalid_operator, as for
+		// $regex; only strings match
+		prefix, ok := arg.(string)
+		if !ok {
+			return nil, errorf("Invalid operator: %s", op)
+		}
+		test = func(v any) bool {
+			s, ok := v.(string)
+			return ok && strings.HasPrefix(s, prefix)
+		}
+	case "$all":
+		// every argument is an element of the array; [] matches nothing;
+		// [A] with A an array also matches an array equal to A
+		list, ok := arg.([]any)
+		if !ok {
+			return nil, badArg(op, arg)
+		}
+		test = func(v any) bool {
+			arr, ok := v.([]any)
+			if !ok || len(list) == 0 {
+				return false
+			}
+			if len(list) == 1 {
+				if a, ok := list[0].([]any); ok && Compare(a, arr) == 0 {
+					return true
+				}
+			}
+			for _, e := range list {
+				found := false
+				for _, x := range arr {
+					if Compare(x, e) == 0 {
+						found = true
+						break
+					}
+				}
+				if !found {
+					return false
+				}
+			}
+			return true
+		}
+	case "$elemMatch", "$allMatch", "$keyMapMatch":
+		o, ok := arg.(map[string]any)
+		if !ok {
+			return nil, badArg(op, arg)
+		}
+		// the sub-selector applies to each element (or key) itself: an
+		// empty, non-nil path, under which a bare operator is allowed
+		sub, err := compileObject(o, []string{})
+		if err != nil {
+			return nil, err
+		}
+		switch op {
+		case "$elemMatch":
+			// some element matches; an empty array or a non-array does not
+			test = func(v any) bool {
+				arr, _ := v.([]any)
+				for _, x := range arr {
+					if sub(x) {
+						return true
+					}
+				}
+				return false
+			}
+		case "$allMatch":
+			// every element matches; mango_selector.erl matches only a
+			// non-empty list ([_ | _]), so an empty array does not match
+			test = func(v any) bool {
+				arr, ok := v.([]any)
+				if !ok || len(arr) == 0 {
+					return false
+				}
+				for _, x := range arr {
+					if !sub(x) {
+						return false
+					}
+				}
+				return true
+			}
+		default:
+			// some key of the object matches; an empty object or a
+			// non-object does not
+			test = func(v any) bool {
+				obj, _ := v.(map[string]any)
+				for k := range obj {
+					if sub(k) {
+						return true
+					}
+				}
+				return false
+			}
+		}
 	default:
 		if couchOps[op] {
 			return nil, errorf("Unsupported operator: %s", op)
@@ -271,6 +429,43 @@ func compileOp(op string, arg any, path []string) (matcher, error) {
 		v, ok := lookup(d, path)
 		return ok && test(v)
 	}, nil
+}
+
+// typeName is mango_json:type: the JSON type of a decoded value.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64, json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return ""
+}
+
+// integer reports v as an integer, for CouchDB's is_integer. A
+// json.Number is one when it has no fraction or exponent, as jiffy decodes
+// it; a float64 from encoding/json has lost that, so a whole float64 in
+// float64's exact range counts (2.0 is an integer here, not in CouchDB).
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+			return 0, false
+		}
+		return int64(n), true
+	case json.Number:
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		return i, err == nil
+	}
+	return 0, false
 }
 
 func rank(v any) int {
