@@ -87,28 +87,7 @@ func roundTrips(b *testing.B, sys *actor.ActorSystem, pid *actor.PID) {
 //	go test -run '^$' -bench RemoteRoundTripProcess ./node/
 func BenchmarkRemoteRoundTripProcess(b *testing.B) {
 	quiet := func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestEchoNodeProcess$")
-	cmd.Env = append(os.Environ(), "SETTEE_ECHO_NODE=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var addr string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "echo-node "); ok {
-			addr = a
-			break
-		}
-	}
-	if addr == "" {
-		b.Fatal("the echo node printed no address")
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	addr := startPeerProcess(b, "TestEchoNodeProcess", "SETTEE_ECHO_NODE", "echo-node ")
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(quiet))
 	r, _, err := startRemote(sys, "127.0.0.1:0", "", "bench-secret")
 	if err != nil {
@@ -146,28 +125,7 @@ func TestEchoNodeProcess(t *testing.T) {
 //
 //	go test -run '^$' -bench LoopbackRoundTripProcess ./node/
 func BenchmarkLoopbackRoundTripProcess(b *testing.B) {
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestLoopbackEchoProcess$")
-	cmd.Env = append(os.Environ(), "SETTEE_LOOPBACK_ECHO=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var addr string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "loopback-echo "); ok {
-			addr = a
-			break
-		}
-	}
-	if addr == "" {
-		b.Fatal("the echo process printed no address")
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	addr := startPeerProcess(b, "TestLoopbackEchoProcess", "SETTEE_LOOPBACK_ECHO", "loopback-echo ")
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
@@ -224,4 +182,30 @@ func TestLoopbackEchoProcess(t *testing.T) {
 			}
 		}()
 	}
+}
+
+// startPeerProcess runs this test binary's test named test in a child
+// process (env set to 1 tells it to serve), and returns the address the
+// child prints after prefix. The child is killed when b ends.
+func startPeerProcess(b *testing.B, test, env, prefix string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return a
+		}
+	}
+	b.Fatalf("%s printed no address", test)
+	return ""
 }
