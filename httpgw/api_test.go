@@ -572,6 +572,17 @@ func TestClusterSetupOnASingleNode(t *testing.T) {
 			t.Errorf("%s on a single node: %+v, want bad_request %q", tc.body, e, tc.reason)
 		}
 	}
+	// what single-node setup scripts and Fauxton's wizard send: CouchDB
+	// answers 201, also on a node that is set up already
+	var ok struct{ Ok bool }
+	mustCall(t, s, 201, "POST", "/_cluster_setup", `{"action":"enable_single_node","username":"admin","password":"pw","bind_address":"0.0.0.0","port":5984,"singlenode":true}`, &ok)
+	if !ok.Ok {
+		t.Errorf("enable_single_node: %+v, want ok", ok)
+	}
+	mustCall(t, s, 200, "GET", "/_cluster_setup", nil, &st)
+	if st.State != "single_node_enabled" {
+		t.Errorf("state after enable_single_node %q, want single_node_enabled", st.State)
+	}
 }
 
 // A database's shard map is its document in the _dbs system database, in

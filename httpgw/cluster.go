@@ -240,6 +240,12 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 	if err := g.decodeJSON(rq, &body); err != nil {
 		return err
 	}
+	if body.Action == "enable_single_node" {
+		// the setup wizards' call for a single node (Fauxton, container
+		// init scripts): CouchDB answers 201 even when the node is set up
+		// already, and a settee node's admin and system databases exist
+		return g.writeJSON(rq, 201, okBody)
+	}
 	if !clustered && body.Action == "finish_cluster" {
 		// a single node's system databases exist: CouchDB's answer when
 		// finish_cluster finds them
@@ -265,9 +271,6 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 		if !first {
 			return errClusterFinished
 		}
-		return g.writeJSON(rq, 201, okBody)
-	case "enable_single_node":
-		// CouchDB answers 201 even on a finished cluster
 		return g.writeJSON(rq, 201, okBody)
 	case "add_node":
 		port := 5984
