@@ -366,6 +366,18 @@ func (c *Coordinator) resolve(ranges []Range, pos []Pos) ([]*pb.ShardRef, []uint
 // node is still up.
 const liveCheck = 250 * time.Millisecond
 
+// seenDown reports whether ref is on another node that is now seen down:
+// an ask waiting on that copy has failed (a node that hangs with its
+// connections open never answers).
+func (c *Coordinator) seenDown(ref *pb.ShardRef) bool {
+	return ref.Node != c.pl.Self() && !c.pl.Alive(ref.Node)
+}
+
+// errDown is the failure of an ask to a copy whose node is seen down.
+func errDown(ref *pb.ShardRef) error {
+	return fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, ref.Node)
+}
+
 // askCopy asks a shard copy. When the copy is on another node that is seen
 // down while the ask waits, it fails then rather than at its timeout (a
 // request in flight to a node that stopped is never answered).
@@ -393,8 +405,8 @@ func askCopy[T any](ctx context.Context, c *Coordinator, ref *pb.ShardRef, msg a
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		case <-t.C:
-			if !c.pl.Alive(ref.Node) {
-				return zero, fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, ref.Node)
+			if c.seenDown(ref) {
+				return zero, errDown(ref)
 			}
 		}
 	}

@@ -214,10 +214,10 @@ wait:
 			res = r
 		case <-live.C:
 			for i, w := range waiting {
-				if w && refs[i].Node != c.pl.Self() && !c.pl.Alive(refs[i].Node) {
+				if w && c.seenDown(refs[i]) {
 					waiting[i] = false
 					left--
-					fail(fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, refs[i].Node))
+					fail(errDown(refs[i]))
 				}
 			}
 			continue
@@ -358,7 +358,7 @@ wait:
 		case <-live.C:
 			down := -1
 			for i, o := range outstanding {
-				if o && cps[i].Node != c.pl.Self() && !c.pl.Alive(cps[i].Node) {
+				if o && c.seenDown(cps[i]) {
 					down = i
 					break
 				}
@@ -367,7 +367,7 @@ wait:
 				continue
 			}
 			outstanding[down] = false
-			a = docAnswer{ref: cps[down], err: fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, cps[down].Node)}
+			a = docAnswer{ref: cps[down], err: errDown(cps[down])}
 		case <-hedge.C:
 			for ; next < len(cps); next++ {
 				ask(next)
@@ -740,8 +740,8 @@ func (c *Coordinator) quorumMetas(ctx context.Context, rec *pb.DbRecord, ranges 
 		case <-live.C:
 			a.Tag = -1
 			for tag, o := range outstanding {
-				if n := cps[tag/stride][tag%stride].Node; o && n != c.pl.Self() && !c.pl.Alive(n) {
-					a = actors.Answer{Tag: tag, Err: fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, n)}
+				if ref := cps[tag/stride][tag%stride]; o && c.seenDown(ref) {
+					a = actors.Answer{Tag: tag, Err: errDown(ref)}
 					break
 				}
 			}
