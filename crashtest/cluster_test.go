@@ -3,6 +3,7 @@ package crashtest
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/settee/settee/internal/testport"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,8 +21,8 @@ func TestClusterKillNode(t *testing.T) {
 	nodes := make([]*server, 3)
 	for i := range nodes {
 		s := newServer(t)
-		s.addr = freeAddr(t)
-		s.extra = []string{"--name", fmt.Sprintf("k%d@127.0.0.1", i+1), "--node-addr", freeAddr(t), "--cluster-secret", "crash-secret"}
+		s.addr = testport.Addr(t)
+		s.extra = []string{"--name", fmt.Sprintf("k%d@127.0.0.1", i+1), "--node-addr", testport.Addr(t), "--cluster-secret", "crash-secret"}
 		if i > 0 {
 			s.extra = append(s.extra, "--join", nodes[0].addr)
 		}
@@ -200,8 +201,8 @@ func startHangPair(t *testing.T, timeout time.Duration) ([]*server, *client) {
 	nodes := make([]*server, 2)
 	for i := range nodes {
 		s := newServer(t)
-		s.addr = freeAddr(t)
-		s.extra = []string{"--name", fmt.Sprintf("h%d@127.0.0.1", i+1), "--node-addr", freeAddr(t),
+		s.addr = testport.Addr(t)
+		s.extra = []string{"--name", fmt.Sprintf("h%d@127.0.0.1", i+1), "--node-addr", testport.Addr(t),
 			"--cluster-secret", "hang-secret", "--request-timeout", timeout.String()}
 		if i > 0 {
 			s.extra = append(s.extra, "--join", nodes[0].addr)

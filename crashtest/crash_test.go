@@ -6,9 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/settee/settee/internal/testport"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -154,24 +154,13 @@ func (s *server) running() bool {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pick a port: %v", err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // start launches the binary and waits for GET /_up. The first start picks
 // a free port (another one if it collides); later starts reuse it.
 func (s *server) start() {
 	s.t.Helper()
 	first := s.addr == ""
 	if first {
-		s.addr = freeAddr(s.t)
+		s.addr = testport.Addr(s.t)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -188,7 +177,7 @@ func (s *server) start() {
 			break
 		}
 		if first {
-			s.addr = freeAddr(s.t)
+			s.addr = testport.Addr(s.t)
 		} else {
 			time.Sleep(200 * time.Millisecond) // someone holds our port; wait for it
 		}

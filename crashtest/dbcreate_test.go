@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/settee/settee/internal/testport"
 	"sort"
 	"strings"
 	"sync"
@@ -199,8 +200,8 @@ func startCluster3(t *testing.T, prefix string) ([]*server, []*client) {
 	clients := make([]*client, 3)
 	for i := range nodes {
 		s := newServer(t)
-		s.addr = freeAddr(t)
-		s.extra = []string{"--name", fmt.Sprintf("%s%d@127.0.0.1", prefix, i+1), "--node-addr", freeAddr(t), "--cluster-secret", prefix + "-secret"}
+		s.addr = testport.Addr(t)
+		s.extra = []string{"--name", fmt.Sprintf("%s%d@127.0.0.1", prefix, i+1), "--node-addr", testport.Addr(t), "--cluster-secret", prefix + "-secret"}
 		if i > 0 {
 			s.extra = append(s.extra, "--join", nodes[0].addr)
 		}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/settee/settee/internal/testport"
 	"net"
 	"slices"
 	"strconv"
@@ -201,8 +202,8 @@ func TestClusterMemberRefusesToStartWithoutNodeAddr(t *testing.T) {
 // A node behind an address translation (--advertise-addr) is dialled at
 // the advertised address.
 func TestJoinFlagFormsTheClusterAndIsIdempotent(t *testing.T) {
-	firstHTTP := freeAddr(t)
-	nodeAddr := freeAddr(t)
+	firstHTTP := testport.Addr(t)
+	nodeAddr := testport.Addr(t)
 	_, port, _ := net.SplitHostPort(nodeAddr)
 	advertised := "localhost:" + port
 	second := testserver.Start(t, func(cfg *node.Config) {
@@ -215,7 +216,7 @@ func TestJoinFlagFormsTheClusterAndIsIdempotent(t *testing.T) {
 	first := testserver.Start(t, func(cfg *node.Config) {
 		cfg.Name = "first@127.0.0.1"
 		cfg.HTTPAddr = firstHTTP
-		cfg.Cluster = node.ClusterConfig{NodeAddr: freeAddr(t), Secret: testcluster.Secret}
+		cfg.Cluster = node.ClusterConfig{NodeAddr: testport.Addr(t), Secret: testcluster.Secret}
 	})
 	nodes := []*testserver.Server{first, second}
 	get := func(s *testserver.Server, path string, out any) int {
@@ -311,16 +312,6 @@ func TestClusterNodesDatabasePutAndDelete(t *testing.T) {
 	if st, _ := c.Do(0, "GET", "/_node/_local/_nodes/"+c.Name(1), ""); st != 404 {
 		t.Fatalf("GET removed _nodes doc: %d", st)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func waitFor(t *testing.T, d time.Duration, f func() error) {

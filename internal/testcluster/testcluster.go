@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/settee/settee/internal/testport"
 	"io"
 	"net"
 	"net/http"
@@ -34,7 +35,7 @@ func New(t testing.TB, n int, opts ...testserver.Option) *Cluster {
 	c := &Cluster{t: t}
 	for i := range n {
 		name := fmt.Sprintf("node%d@127.0.0.1", i+1)
-		nodeAddr := freeAddr(t)
+		nodeAddr := testport.Addr(t)
 		all := append([]testserver.Option{func(cfg *node.Config) {
 			cfg.Name = name
 			cfg.Cluster = node.ClusterConfig{NodeAddr: nodeAddr, Secret: Secret}
@@ -42,17 +43,6 @@ func New(t testing.TB, n int, opts ...testserver.Option) *Cluster {
 		c.Nodes = append(c.Nodes, testserver.Start(t, all...))
 	}
 	return c
-}
-
-// freeAddr picks a free port so that restarts keep the node address.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // Join adds every other node to node 0 through POST /_cluster_setup, as an
