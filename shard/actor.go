@@ -109,9 +109,12 @@ type Actor struct {
 	compacting bool
 	keep       map[string]bool
 	// compactQ is the compactor's batch waiting to commit (it has one
-	// at a time), queued since compactSince; user writes go first.
-	compactQ     *item
-	compactSince time.Time
+	// at a time). It joins the next group of user writes, or commits on
+	// its own once the shard has had none for compactIdle (since
+	// lastWrite); compactWake is set while a timer will look again.
+	compactQ    *item
+	lastWrite   time.Time
+	compactWake bool
 	// reader is the process of the copy's point reads (reader.go).
 	reader *actor.PID
 }
@@ -179,7 +182,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 			return
 		}
 		a.compactQ = &item{compact: m, sender: ctx.Sender()}
-		a.compactSince = time.Now()
+		a.maybeCommit(ctx)
+	case compactWake:
+		a.compactWake = false
 		a.maybeCommit(ctx)
 	case compactEnded:
 		a.compacting = false
@@ -268,18 +273,32 @@ func (a *Actor) async(ctx actor.Context, f func() proto.Message) {
 }
 
 // maybeCommit starts the next group commit unless one is in flight. The
-// group takes every queued write; the compactor's batch commits on its own
-// when nothing else is queued, and joins the group once it has waited
-// compactMaxWait, so that compaction adds little to any user write's wait
-// and still progresses under a steady load.
+// group takes every queued write. The compactor's batch rides along with
+// user writes: it joins the next group that has any, and commits on its
+// own only once the shard has been idle for compactIdle. A batch that
+// committed on its own whenever the queue was empty cost a synced commit
+// that the next user write, arriving a moment later, waited behind;
+// joining costs that write only the batch's records, in a sync it waits
+// for anyway.
 func (a *Actor) maybeCommit(ctx actor.Context) {
 	if a.inflight {
 		return
 	}
 	items := a.pending
-	if a.compactQ != nil && (len(items) == 0 || time.Since(a.compactSince) >= compactMaxWait) {
-		items = append(items, *a.compactQ)
-		a.compactQ = nil
+	if len(items) > 0 {
+		a.lastWrite = time.Now()
+	}
+	if a.compactQ != nil {
+		idle := time.Since(a.lastWrite)
+		switch {
+		case len(items) > 0 || idle >= compactIdle:
+			items = append(items, *a.compactQ)
+			a.compactQ = nil
+		case !a.compactWake:
+			a.compactWake = true
+			self, root := ctx.Self(), ctx.ActorSystem().Root
+			time.AfterFunc(compactIdle-idle, func() { root.Send(self, compactWake{}) })
+		}
 	}
 	if len(items) == 0 {
 		return

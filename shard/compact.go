@@ -29,15 +29,15 @@ import (
 // in the short form, protobuf records in the compact one (infocodec.go).
 //
 // The compactor never writes. It sends each page's changes to the shard
-// actor as a compactBatch, which the committer applies in its own synced
-// transaction when no user write is queued (user writes go first; a batch
-// that waited compactMaxWait joins their group). Each change is
+// actor as a compactBatch, which the committer applies with the next group
+// of user writes, or in a synced transaction of its own once the shard has
+// had no user write for compactIdle. Each change is
 // conditional: it applies only if the doc's by-seq entry still exists, that
 // is, if the doc has not changed since the compactor read it (every update
 // or purge of a doc deletes its old seq key). A doc updated meanwhile keeps
 // its new revision and is met again at its new seq. A page is bounded by
-// the bytes it writes (compactPageBytes), so that a user write that arrives
-// while a compaction batch commits waits for a small commit only; the
+// the bytes it writes (compactPageBytes), so that the user writes it joins,
+// or that arrive while it commits alone, wait for a small commit only; the
 // compactor reads the next page while the last one commits, and has at
 // most one batch at the actor.
 //
@@ -65,9 +65,14 @@ const (
 // CPU it spends reading and computing pages goes to request handling first.
 const compactNice = 10
 
-// compactMaxWait is how long a compaction batch yields to user writes
-// before it joins their group commit.
-const compactMaxWait = 20 * time.Millisecond
+// compactIdle is how long a shard goes without user writes before a
+// compaction batch commits on its own rather than with the next of them
+// (Actor.maybeCommit).
+const compactIdle = 20 * time.Millisecond
+
+// compactWake tells the actor to look at its queued compaction batch
+// again once the shard may have become idle.
+type compactWake struct{}
 
 // compactOp is the compaction of the doc found at seq: its compacted doc
 // info (nil: unchanged) and the bodies that go, and its by-seq record when

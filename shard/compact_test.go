@@ -3,6 +3,9 @@ package shard
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,5 +237,85 @@ func TestCompactionRewritesOldRecords(t *testing.T) {
 	f.compact()
 	if after := f.meta(); after.ActiveSize != before.ActiveSize || after.UpdateSeq != before.UpdateSeq {
 		t.Errorf("second compaction: %+v -> %+v", before, after)
+	}
+}
+
+// commitCounter counts the shard's group commits that carried no doc
+// update: with no purge or meta change about, a compaction batch's own.
+type commitCounter struct{ alone atomic.Int64 }
+
+func (c *commitCounter) Committed(docs, _ int, _ time.Duration) {
+	if docs == 0 {
+		c.alone.Add(1)
+	}
+}
+func (c *commitCounter) DocsRead(int) {}
+
+// TestCompactionRidesUserWrites compacts two identical shards, one idle and
+// one under a writer that PUTs one doc at a time. Idle, each compaction
+// batch commits on its own; under the writer, batches join the writer's
+// group commits, so that its writes do not wait behind compaction's own
+// synced commits.
+func TestCompactionRidesUserWrites(t *testing.T) {
+	alone := func(writer bool) int64 {
+		obs := &commitCounter{}
+		sys := quietSystem()
+		t.Cleanup(sys.Shutdown)
+		cfg := Config{DB: openTestDB(t), Handle: 7, Name: "test", Observer: obs,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		f := &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfg)), cfg: cfg}
+		revs := map[string]string{}
+		for range 3 {
+			for b := 0; b < 2000; b += 250 {
+				var docs []*pb.DocUpdate
+				for i := b; i < b+250; i++ {
+					id := fmt.Sprintf("d%04d", i)
+					docs = append(docs, &pb.DocUpdate{Id: id, Rev: revs[id], Body: []byte(`{"v":"some body to drop"}`)})
+				}
+				for i, r := range f.update(true, docs...) {
+					revs[docs[i].Id] = r.Rev
+				}
+			}
+		}
+		stop, done := make(chan struct{}), make(chan int)
+		if writer {
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					default:
+					}
+					_, err := actors.Ask[*pb.UpdateResult](context.Background(), f.sys.Root, f.pid, &pb.UpdateDocs{
+						Docs: []*pb.DocUpdate{{Id: fmt.Sprintf("w%06d", n), Body: []byte(`{}`)}}, NewEdits: true, Reply: true})
+					if err != nil {
+						t.Error(err)
+					}
+					n++
+				}
+			}()
+		}
+		before := obs.alone.Load()
+		f.compact()
+		n := obs.alone.Load() - before
+		if writer {
+			close(stop)
+			t.Logf("writer PUT %d docs during compaction", <-done)
+		}
+		if g := f.get("d0000"); g.Info.Winner != revs["d0000"] || g.Info.Nodes[len(g.Info.Nodes)-2].HasBody {
+			t.Fatalf("not compacted: %v", g.Info)
+		}
+		return n
+	}
+	idle := alone(false)
+	busy := alone(true)
+	t.Logf("compaction commits of their own: %d idle, %d under a writer", idle, busy)
+	if idle < 20 {
+		t.Fatalf("only %d compaction commits: too few to tell", idle)
+	}
+	if busy*3 > idle {
+		t.Errorf("under a steady writer %d of ~%d compaction batches committed on their own", busy, idle)
 	}
 }
