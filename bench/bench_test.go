@@ -349,12 +349,12 @@ func TestConfigFlags(t *testing.T) {
 	}
 	err := fs.Parse([]string{"--url", "http://a:b@h:1", "--docs", "10", "--batch-size", "5", "--doc-size", "large",
 		"--individual-docs", "7", "--gets", "3", "--q", "8", "--n", "3", "--concurrency", "2", "--json",
-		"--update-same-doc", "--pregen-mb", "64"})
+		"--update-same-doc", "--pregen-mb", "64", "--writer-db", "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := Config{URL: "http://a:b@h:1", Docs: 10, BatchSize: 5, DocSize: DocLarge, IndividualDocs: 7, Gets: 3, Q: 8, N: 3,
-		Concurrency: 2, JSON: true, UpdateSameDoc: true, PregenMB: 64}
+		Concurrency: 2, JSON: true, UpdateSameDoc: true, PregenMB: 64, WriterDB: WriterOther}
 	if cfg != w {
 		t.Errorf("parsed %+v\nwant   %+v", cfg, w)
 	}
@@ -367,7 +367,7 @@ func TestConfigFlags(t *testing.T) {
 	if d.URL != "http://env:pw@example:5984" || d.Gets != d.Docs || d.Docs != 100000 {
 		t.Errorf("withDefaults: %+v", d)
 	}
-	for _, bad := range []Config{{DocSize: "huge"}, {Docs: -1}, {Q: -1}, {URL: "ftp://x"}, {URL: "localhost:5984"}} {
+	for _, bad := range []Config{{DocSize: "huge"}, {Docs: -1}, {Q: -1}, {URL: "ftp://x"}, {URL: "localhost:5984"}, {WriterDB: "both"}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", bad)
 		}

@@ -67,6 +67,11 @@ type CompactionResult struct {
 	ReclaimP50Ms  float64 `json:"write_p50_ms_during_reclaim"`
 	ReclaimP99Ms  float64 `json:"write_p99_ms_during_reclaim"`
 	DirOverExtern float64 `json:"data_dir_over_external"`
+	// DocsAfter is the compacted database's doc_count after compaction
+	DocsAfter int64 `json:"doc_count_after"`
+	// WriterDB is the database the writer PUT into: the compacted one
+	// (same) or its own (other)
+	WriterDB string `json:"writer_db"`
 }
 
 // WriteText prints the result, one figure a line.
@@ -86,6 +91,7 @@ func (r *CompactionResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "sizes.file before/after %s -> %s; sizes.external %s; sizes.active after %s\n", mb(r.FileBefore), mb(r.FileAfter), mb(r.External), mb(r.ActiveAfter))
 	fmt.Fprintf(w, "compaction wall time:   %.2fs\n", r.CompactSec)
 	fmt.Fprintf(w, "live data compacted:    %.1f MB/s (sizes.active / wall time)\n", r.LiveMBPerSec)
+	fmt.Fprintf(w, "writer database:        %s\n", r.WriterDB)
 	fmt.Fprintf(w, "writer before:          %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesBefore, r.BeforeP50Ms, r.BeforeP99Ms)
 	fmt.Fprintf(w, "writer during:          %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesDuring, r.DuringP50Ms, r.DuringP99Ms)
 	fmt.Fprintf(w, "  document copy:        %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesCopy, r.CopyP50Ms, r.CopyP99Ms)
@@ -93,7 +99,8 @@ func (r *CompactionResult) WriteText(w io.Writer) {
 }
 
 type compactionInfo struct {
-	CompactRunning bool `json:"compact_running"`
+	DocCount       int64 `json:"doc_count"`
+	CompactRunning bool  `json:"compact_running"`
 	Sizes          struct {
 		File     int64 `json:"file"`
 		External int64 `json:"external"`
@@ -129,7 +136,8 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		return nil, err
 	}
 	r := &runner{cfg: cfg, c: c, gen: gen, prog: &progress{w: progressW, every: cfg.ProgressEvery}, res: &Result{}}
-	res := &CompactionResult{Docs: cfg.Docs, Edits: cfg.Edits, DocSize: cfg.DocSize, DocBytes: gen.bodyLen, DirBefore: -1, DirAfter: -1}
+	res := &CompactionResult{Docs: cfg.Docs, Edits: cfg.Edits, DocSize: cfg.DocSize, DocBytes: gen.bodyLen, DirBefore: -1, DirAfter: -1,
+		WriterDB: WriterSame}
 	res.DB = DBPrefix + "compact-" + strconv.FormatInt(time.Now().UnixMicro(), 10)
 	r.res.DB = res.DB
 	r.dbPath = "/" + res.DB
@@ -141,6 +149,22 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		defer cancel()
 		_ = r.deleteDB(dctx)
 	}()
+
+	// the writer's database: this one, or one of its own
+	wr := r
+	if cfg.WriterDB == WriterOther {
+		res.WriterDB = WriterOther
+		wr = &runner{cfg: cfg, c: c, gen: gen, prog: r.prog, res: &Result{DB: res.DB + "-writer"}}
+		wr.dbPath = "/" + wr.res.DB
+		if err := wr.createDB(ctx); err != nil {
+			return nil, err
+		}
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			_ = wr.deleteDB(dctx)
+		}()
+	}
 
 	start := time.Now()
 	if err := r.loadEdits(ctx); err != nil {
@@ -157,7 +181,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	res.FileBefore, res.External = info.Sizes.File, info.Sizes.External
 
 	// the writer alone
-	w := &probeWriter{r: r}
+	w := &probeWriter{r: wr}
 	lat, err := w.run(ctx, func() bool { return w.elapsed() < 3*time.Second })
 	if err != nil {
 		return res, err
@@ -206,7 +230,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	w2 := &probeWriter{r: r, n: w.n, phase: &phase}
+	w2 := &probeWriter{r: wr, n: w.n, phase: &phase}
 	lat, err = w2.run(ctx, running.Load)
 	if err != nil {
 		return res, err
@@ -230,7 +254,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	if err := c.getJSON(ctx, r.dbPath, "", &info); err != nil {
 		return res, err
 	}
-	res.FileAfter, res.ActiveAfter = info.Sizes.File, info.Sizes.Active
+	res.FileAfter, res.ActiveAfter, res.DocsAfter = info.Sizes.File, info.Sizes.Active, info.DocCount
 	if res.CompactSec > 0 {
 		res.LiveMBPerSec = round2(float64(res.ActiveAfter) / (1 << 20) / res.CompactSec)
 	}

@@ -67,7 +67,18 @@ type Config struct {
 	// DataDir is the server's data directory, measured by the compaction
 	// workload (HTTP cannot see the disk); empty: not measured.
 	DataDir string
+	// WriterDB is where the compaction workload's concurrent writer PUTs:
+	// WriterSame ("" too), the compacted database, or WriterOther, a
+	// database of its own (auto-compaction working on one database while
+	// an application writes another).
+	WriterDB string
 }
+
+// Values of Config.WriterDB.
+const (
+	WriterSame  = "same"
+	WriterOther = "other"
+)
 
 // DefaultConfig returns fabric_bench's defaults (docs 100000, batch_size
 // 1000, doc_size medium, individual_docs 1000) plus the HTTP client's.
@@ -102,6 +113,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Workload, "workload", "", "workload: fabric_bench's (default) or \"compaction\" (docs edited --edits times, then _compact)")
 	fs.IntVar(&c.Edits, "edits", 0, "compaction workload: updates of every doc before compacting (default 100)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "compaction workload: the server's data directory, to measure its bytes on disk")
+	fs.StringVar(&c.WriterDB, "writer-db", WriterSame, "compaction workload: the concurrent writer PUTs into the compacted database (same) or another one (other)")
 }
 
 // withDefaults fills zero fields from DefaultConfig and resolves the URL.
@@ -166,6 +178,11 @@ func (c Config) Validate() error {
 	}
 	if c.ProgressEvery < 0 {
 		return fmt.Errorf("%w: negative progress interval", ErrConfig)
+	}
+	switch c.WriterDB {
+	case "", WriterSame, WriterOther:
+	default:
+		return fmt.Errorf("%w: --writer-db %q (want same or other)", ErrConfig, c.WriterDB)
 	}
 	switch c.DocSize {
 	case DocSmall, DocMedium, DocLarge:
