@@ -7,7 +7,8 @@
 // needs a text index, as in CouchDB. The semantics follow CouchDB's
 // mango_selector.erl (norm_ops for the arguments, match for the values). Values compare with CouchDB's collation order
 // of JSON types (null < false < true < numbers < strings < arrays <
-// objects); strings compare by code point, not ICU.
+// objects); strings compare by code point, not ICU. A field path has at
+// most 100 levels (maxFieldDepth), which CouchDB does not bound.
 package mango
 
 import (
@@ -88,7 +89,7 @@ func (s *Selector) MatchJSON(doc []byte) bool {
 
 // compileObject compiles {k: v, ...} found at path: an implicit $and of
 // its members.
-func compileObject(obj map[string]any, path []string) (matcher, error) {
+func compileObject(obj map[string]any, path *fieldPath) (matcher, error) {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -116,7 +117,7 @@ func and(ms []matcher) matcher {
 	}
 }
 
-func compileList(v any, op string, path []string) ([]matcher, error) {
+func compileList(v any, op string, path *fieldPath) ([]matcher, error) {
 	arr, ok := v.([]any)
 	if !ok {
 		return nil, badArg(op, v)
@@ -136,7 +137,7 @@ func compileList(v any, op string, path []string) ([]matcher, error) {
 	return ms, nil
 }
 
-func compileMember(k string, v any, path []string) (matcher, error) {
+func compileMember(k string, v any, path *fieldPath) (matcher, error) {
 	switch k {
 	case "$and":
 		ms, err := compileList(v, k, path)
@@ -178,7 +179,11 @@ func compileMember(k string, v any, path []string) (matcher, error) {
 		}
 		return compileOp(k, v, path)
 	}
-	p := append(append([]string(nil), path...), splitField(k)...)
+	p := &fieldPath{parent: path, parts: splitField(k)}
+	p.depth = path.len() + len(p.parts)
+	if p.depth > maxFieldDepth {
+		return nil, errorf("Selector error: a field path has more than %d levels", maxFieldDepth)
+	}
 	if o, ok := v.(map[string]any); ok && len(o) > 0 {
 		return compileObject(o, p)
 	}
@@ -204,8 +209,37 @@ func splitField(f string) []string {
 	return append(out, cur.String())
 }
 
-func lookup(d any, path []string) (any, bool) {
-	for _, p := range path {
+// maxFieldDepth bounds the levels of a field path (its dotted parts
+// across nested objects), as MongoDB bounds documents to 100 levels: each
+// condition looks its field up level by level in every document matched.
+const maxFieldDepth = 100
+
+// fieldPath is a field's path: its parent's, then parts. A nil path is the
+// top level of the selector; an empty one the element an $elemMatch,
+// $allMatch or $keyMapMatch sub-selector matches. Sharing the parent, not
+// copying it, keeps compiling linear in the selector's size.
+type fieldPath struct {
+	parent *fieldPath
+	parts  []string
+	depth  int // levels, the parent's included
+}
+
+func (p *fieldPath) len() int {
+	if p == nil {
+		return 0
+	}
+	return p.depth
+}
+
+func lookup(d any, path *fieldPath) (any, bool) {
+	if path == nil {
+		return d, true
+	}
+	d, ok := lookup(d, path.parent)
+	if !ok {
+		return nil, false
+	}
+	for _, p := range path.parts {
 		o, ok := d.(map[string]any)
 		if !ok {
 			return nil, false
@@ -217,7 +251,7 @@ func lookup(d any, path []string) (any, bool) {
 	return d, true
 }
 
-func compileOp(op string, arg any, path []string) (matcher, error) {
+func compileOp(op string, arg any, path *fieldPath) (matcher, error) {
 	var test func(v any) bool
 	switch op {
 	case "$eq":
@@ -375,7 +409,7 @@ func compileOp(op string, arg any, path []string) (matcher, error) {
 		}
 		// the sub-selector applies to each element (or key) itself: an
 		// empty, non-nil path, under which a bare operator is allowed
-		sub, err := compileObject(o, []string{})
+		sub, err := compileObject(o, &fieldPath{})
 		if err != nil {
 			return nil, err
 		}
