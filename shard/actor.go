@@ -109,12 +109,14 @@ type Actor struct {
 	compacting bool
 	keep       map[string]bool
 	// compactQ is the compactor's batch waiting to commit (it has one
-	// at a time). It joins the next group of user writes, or commits on
-	// its own once the shard has had none for compactIdle (since
-	// lastWrite); compactWake is set while a timer will look again.
-	compactQ    *item
-	lastWrite   time.Time
-	compactWake bool
+	// at a time), since compactSince. It joins the next group of user
+	// writes, or commits on its own (maybeCommit); lastWrite is when this
+	// shard last started committing user writes; compactWake is set while
+	// a timer will look again.
+	compactQ     *item
+	compactSince time.Time
+	lastWrite    time.Time
+	compactWake  bool
 	// reader is the process of the copy's point reads (reader.go).
 	reader *actor.PID
 }
@@ -182,6 +184,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			return
 		}
 		a.compactQ = &item{compact: m, sender: ctx.Sender()}
+		a.compactSince = time.Now()
 		a.maybeCommit(ctx)
 	case compactWake:
 		a.compactWake = false
@@ -275,11 +278,13 @@ func (a *Actor) async(ctx actor.Context, f func() proto.Message) {
 // maybeCommit starts the next group commit unless one is in flight. The
 // group takes every queued write. The compactor's batch rides along with
 // user writes: it joins the next group that has any, and commits on its
-// own only once the shard has been idle for compactIdle. A batch that
-// committed on its own whenever the queue was empty cost a synced commit
-// that the next user write, arriving a moment later, waited behind;
-// joining costs that write only the batch's records, in a sync it waits
-// for anyway.
+// own only once neither this shard nor any other of the node has started
+// committing user writes for compactIdle, or once it has waited
+// compactMaxWait. A batch that committed on its own whenever the queue was
+// empty cost a synced commit that the next user write, arriving a moment
+// later, waited behind (in this shard's queue, or in badger's, which all
+// shards share); joining costs that write only the batch's records, in a
+// sync it waits for anyway.
 func (a *Actor) maybeCommit(ctx actor.Context) {
 	if a.inflight {
 		return
@@ -287,17 +292,20 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 	items := a.pending
 	if len(items) > 0 {
 		a.lastWrite = time.Now()
+		a.cfg.Disk.wrote(a.lastWrite)
 	}
 	if a.compactQ != nil {
-		idle := time.Since(a.lastWrite)
+		idle := min(time.Since(a.lastWrite), a.cfg.Disk.sinceWrite())
+		waited := time.Since(a.compactSince)
 		switch {
-		case len(items) > 0 || idle >= compactIdle:
+		case len(items) > 0 || idle >= compactIdle || waited >= compactMaxWait:
 			items = append(items, *a.compactQ)
 			a.compactQ = nil
 		case !a.compactWake:
 			a.compactWake = true
+			d := max(min(compactIdle-idle, compactMaxWait-waited), compactIdle/4)
 			self, root := ctx.Self(), ctx.ActorSystem().Root
-			time.AfterFunc(compactIdle-idle, func() { root.Send(self, compactWake{}) })
+			time.AfterFunc(d, func() { root.Send(self, compactWake{}) })
 		}
 	}
 	if len(items) == 0 {

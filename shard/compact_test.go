@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -317,5 +319,94 @@ func TestCompactionRidesUserWrites(t *testing.T) {
 	}
 	if busy*3 > idle {
 		t.Errorf("under a steady writer %d of ~%d compaction batches committed on their own", busy, idle)
+	}
+}
+
+// commitTimes records when the shard's commits without doc updates (here:
+// compaction batches alone) finished.
+type commitTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (c *commitTimes) Committed(docs, _ int, _ time.Duration) {
+	if docs == 0 {
+		c.mu.Lock()
+		c.at = append(c.at, time.Now())
+		c.mu.Unlock()
+	}
+}
+func (c *commitTimes) DocsRead(int) {}
+
+// TestCompactionYieldsToOtherShardsWrites compacts a shard that gets no
+// writes while another shard of the same node (same badger, whose commits
+// all shards share) is written one doc at a time. The compacting shard has
+// no user writes to join, so its batches commit alone, but only once per
+// compactMaxWait, not back to back in front of the other shard's writes.
+func TestCompactionYieldsToOtherShardsWrites(t *testing.T) {
+	db := openTestDB(t)
+	disk := NewDisk(db, db.Opts().Dir, nil)
+	sys := quietSystem()
+	t.Cleanup(sys.Shutdown)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	times := &commitTimes{}
+	cfgA := Config{DB: db, Disk: disk, Handle: 7, Name: "a", Observer: times, Logger: log}
+	cfgB := Config{DB: db, Disk: disk, Handle: 8, Name: "b", Logger: log}
+	a := &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfgA)), cfg: cfgA}
+	b := &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfgB)), cfg: cfgB}
+	revs := map[string]string{}
+	for range 3 {
+		var docs []*pb.DocUpdate
+		for i := range 400 {
+			id := fmt.Sprintf("d%04d", i)
+			docs = append(docs, &pb.DocUpdate{Id: id, Rev: revs[id], Body: []byte(`{"v":"some body to drop"}`)})
+		}
+		for i, r := range a.update(true, docs...) {
+			revs[docs[i].Id] = r.Rev
+		}
+	}
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			_, err := actors.Ask[*pb.UpdateResult](context.Background(), b.sys.Root, b.pid, &pb.UpdateDocs{
+				Docs: []*pb.DocUpdate{{Id: fmt.Sprintf("w%06d", n), Body: []byte(`{}`)}}, NewEdits: true, Reply: true})
+			if err != nil {
+				t.Error(err)
+			}
+			n++
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	before := len(times.at)
+	start := time.Now()
+	a.compact()
+	took := time.Since(start)
+	close(stop)
+	t.Logf("the other shard's writer PUT %d docs during the compaction", <-done)
+	times.mu.Lock()
+	at := append([]time.Time{start}, times.at[before:]...)
+	times.mu.Unlock()
+	if len(at) < 6 {
+		t.Fatalf("only %d compaction commits: too few to tell", len(at)-1)
+	}
+	gaps := make([]time.Duration, 0, len(at)-1)
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i].Sub(at[i-1]))
+	}
+	slices.Sort(gaps)
+	median := gaps[len(gaps)/2]
+	t.Logf("%d batches alone in %v, median gap %v", len(gaps), took.Round(time.Millisecond), median.Round(time.Millisecond))
+	if median < compactMaxWait/2 {
+		t.Errorf("compaction batches committed alone every %v (median) while another shard was written; want about every %v", median, compactMaxWait)
+	}
+	if g := a.get("d0000"); g.Info.Winner != revs["d0000"] || g.Info.Nodes[len(g.Info.Nodes)-2].HasBody {
+		t.Fatalf("not compacted: %v", g.Info)
 	}
 }

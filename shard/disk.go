@@ -45,6 +45,10 @@ type Disk struct {
 	// commits counts the shards' commits: while a reclamation runs, the
 	// users' (it holds the copy slot, so no compaction batch commits)
 	commits atomic.Uint64
+	// lastWrite is when a shard last started committing user writes
+	// (unix nanoseconds): compaction batches of a shard with none of its
+	// own wait for the node to be idle too (Actor.maybeCommit).
+	lastWrite atomic.Int64
 
 	sizeMu   sync.Mutex
 	sized    time.Time
@@ -185,6 +189,22 @@ func (d *Disk) committed(delta int64) {
 		d.estimates.Add(delta)
 		d.commits.Add(1)
 	}
+}
+
+// wrote notes that a shard starts committing user writes at t.
+func (d *Disk) wrote(t time.Time) {
+	if d != nil {
+		d.lastWrite.Store(t.UnixNano())
+	}
+}
+
+// sinceWrite is how long ago a shard of the node last started committing
+// user writes; a very long time for a node without a Disk.
+func (d *Disk) sinceWrite() time.Duration {
+	if d == nil {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(time.Now().UnixNano() - d.lastWrite.Load())
 }
 
 // Allocated returns the bytes allocated on disk under the data directory
