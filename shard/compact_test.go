@@ -403,7 +403,9 @@ func TestCompactionYieldsToOtherShardsWrites(t *testing.T) {
 	slices.Sort(gaps)
 	median := gaps[len(gaps)/2]
 	t.Logf("%d batches alone in %v, median gap %v", len(gaps), took.Round(time.Millisecond), median.Round(time.Millisecond))
-	if median < compactMaxWait/2 {
+	// a loaded machine can stall the writer past compactIdle now and then,
+	// which lets a batch go sooner; back to back, the gap is a few ms
+	if median < compactMaxWait/4 {
 		t.Errorf("compaction batches committed alone every %v (median) while another shard was written; want about every %v", median, compactMaxWait)
 	}
 	if g := a.get("d0000"); g.Info.Winner != revs["d0000"] || g.Info.Nodes[len(g.Info.Nodes)-2].HasBody {
