@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,16 +241,94 @@ func TestCompactionRewritesOldRecords(t *testing.T) {
 	}
 }
 
-// commitCounter counts the shard's group commits that carried no doc
-// update: with no purge or meta change about, a compaction batch's own.
-type commitCounter struct{ alone atomic.Int64 }
+// aloneCommits records when the shard's group commits that carried no doc
+// update finished: with no purge or meta change about, a compaction
+// batch's own.
+type aloneCommits struct {
+	mu sync.Mutex
+	at []time.Time
+}
 
-func (c *commitCounter) Committed(docs, _ int, _ time.Duration) {
+func (c *aloneCommits) Committed(docs, _ int, _ time.Duration) {
 	if docs == 0 {
-		c.alone.Add(1)
+		c.mu.Lock()
+		c.at = append(c.at, time.Now())
+		c.mu.Unlock()
 	}
 }
-func (c *commitCounter) DocsRead(int) {}
+func (c *aloneCommits) DocsRead(int) {}
+
+func (c *aloneCommits) since(i int) []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.at[i:])
+}
+
+func (c *aloneCommits) count() int { return len(c.since(0)) }
+
+// spawnShard starts a shard copy of cfg, quiet, in a system of its own.
+func spawnShard(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	sys := quietSystem()
+	t.Cleanup(sys.Shutdown)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfg)), cfg: cfg}
+}
+
+// editAll writes docs d0000… rounds times over and returns their revs.
+func (f *fixture) editAll(docs, rounds int) map[string]string {
+	f.t.Helper()
+	revs := map[string]string{}
+	for range rounds {
+		for b := 0; b < docs; b += 250 {
+			var batch []*pb.DocUpdate
+			for i := b; i < min(b+250, docs); i++ {
+				id := fmt.Sprintf("d%04d", i)
+				batch = append(batch, &pb.DocUpdate{Id: id, Rev: revs[id], Body: []byte(`{"v":"some body to drop"}`)})
+			}
+			for i, r := range f.update(true, batch...) {
+				revs[batch[i].Id] = r.Rev
+			}
+		}
+	}
+	return revs
+}
+
+// writeOneAtATime PUTs new docs into f one at a time until stop is called,
+// which returns how many it PUT.
+func (f *fixture) writeOneAtATime() (stop func() int) {
+	quit, done := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-quit:
+				done <- n
+				return
+			default:
+			}
+			_, err := actors.Ask[*pb.UpdateResult](context.Background(), f.sys.Root, f.pid, &pb.UpdateDocs{
+				Docs: []*pb.DocUpdate{{Id: fmt.Sprintf("w%06d", n), Body: []byte(`{}`)}}, NewEdits: true, Reply: true})
+			if err != nil {
+				f.t.Error(err)
+			}
+			n++
+		}
+	}()
+	return func() int {
+		close(quit)
+		return <-done
+	}
+}
+
+// compacted fails the test unless doc id is at rev with its parent's
+// body gone.
+func (f *fixture) compacted(id, rev string) {
+	f.t.Helper()
+	if g := f.get(id); g.Info.Winner != rev || g.Info.Nodes[len(g.Info.Nodes)-2].HasBody {
+		f.t.Fatalf("not compacted: %v", g.Info)
+	}
+}
 
 // TestCompactionRidesUserWrites compacts two identical shards, one idle and
 // one under a writer that PUTs one doc at a time. Idle, each compaction
@@ -259,56 +336,21 @@ func (c *commitCounter) DocsRead(int) {}
 // group commits, so that its writes do not wait behind compaction's own
 // synced commits.
 func TestCompactionRidesUserWrites(t *testing.T) {
-	alone := func(writer bool) int64 {
-		obs := &commitCounter{}
-		sys := quietSystem()
-		t.Cleanup(sys.Shutdown)
-		cfg := Config{DB: openTestDB(t), Handle: 7, Name: "test", Observer: obs,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		f := &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfg)), cfg: cfg}
-		revs := map[string]string{}
-		for range 3 {
-			for b := 0; b < 2000; b += 250 {
-				var docs []*pb.DocUpdate
-				for i := b; i < b+250; i++ {
-					id := fmt.Sprintf("d%04d", i)
-					docs = append(docs, &pb.DocUpdate{Id: id, Rev: revs[id], Body: []byte(`{"v":"some body to drop"}`)})
-				}
-				for i, r := range f.update(true, docs...) {
-					revs[docs[i].Id] = r.Rev
-				}
-			}
-		}
-		stop, done := make(chan struct{}), make(chan int)
+	alone := func(writer bool) int {
+		obs := &aloneCommits{}
+		f := spawnShard(t, Config{DB: openTestDB(t), Handle: 7, Name: "test", Observer: obs})
+		revs := f.editAll(2000, 3)
+		var stop func() int
 		if writer {
-			go func() {
-				n := 0
-				for {
-					select {
-					case <-stop:
-						done <- n
-						return
-					default:
-					}
-					_, err := actors.Ask[*pb.UpdateResult](context.Background(), f.sys.Root, f.pid, &pb.UpdateDocs{
-						Docs: []*pb.DocUpdate{{Id: fmt.Sprintf("w%06d", n), Body: []byte(`{}`)}}, NewEdits: true, Reply: true})
-					if err != nil {
-						t.Error(err)
-					}
-					n++
-				}
-			}()
+			stop = f.writeOneAtATime()
 		}
-		before := obs.alone.Load()
+		before := obs.count()
 		f.compact()
-		n := obs.alone.Load() - before
+		n := obs.count() - before
 		if writer {
-			close(stop)
-			t.Logf("writer PUT %d docs during compaction", <-done)
+			t.Logf("writer PUT %d docs during compaction", stop())
 		}
-		if g := f.get("d0000"); g.Info.Winner != revs["d0000"] || g.Info.Nodes[len(g.Info.Nodes)-2].HasBody {
-			t.Fatalf("not compacted: %v", g.Info)
-		}
+		f.compacted("d0000", revs["d0000"])
 		return n
 	}
 	idle := alone(false)
@@ -322,22 +364,6 @@ func TestCompactionRidesUserWrites(t *testing.T) {
 	}
 }
 
-// commitTimes records when the shard's commits without doc updates (here:
-// compaction batches alone) finished.
-type commitTimes struct {
-	mu sync.Mutex
-	at []time.Time
-}
-
-func (c *commitTimes) Committed(docs, _ int, _ time.Duration) {
-	if docs == 0 {
-		c.mu.Lock()
-		c.at = append(c.at, time.Now())
-		c.mu.Unlock()
-	}
-}
-func (c *commitTimes) DocsRead(int) {}
-
 // TestCompactionYieldsToOtherShardsWrites compacts a shard that gets no
 // writes while another shard of the same node (same badger, whose commits
 // all shards share) is written one doc at a time. The compacting shard has
@@ -346,53 +372,18 @@ func (c *commitTimes) DocsRead(int) {}
 func TestCompactionYieldsToOtherShardsWrites(t *testing.T) {
 	db := openTestDB(t)
 	disk := NewDisk(db, db.Opts().Dir, nil)
-	sys := quietSystem()
-	t.Cleanup(sys.Shutdown)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	times := &commitTimes{}
-	cfgA := Config{DB: db, Disk: disk, Handle: 7, Name: "a", Observer: times, Logger: log}
-	cfgB := Config{DB: db, Disk: disk, Handle: 8, Name: "b", Logger: log}
-	a := &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfgA)), cfg: cfgA}
-	b := &fixture{t: t, sys: sys, pid: sys.Root.Spawn(Props(cfgB)), cfg: cfgB}
-	revs := map[string]string{}
-	for range 3 {
-		var docs []*pb.DocUpdate
-		for i := range 400 {
-			id := fmt.Sprintf("d%04d", i)
-			docs = append(docs, &pb.DocUpdate{Id: id, Rev: revs[id], Body: []byte(`{"v":"some body to drop"}`)})
-		}
-		for i, r := range a.update(true, docs...) {
-			revs[docs[i].Id] = r.Rev
-		}
-	}
-	stop, done := make(chan struct{}), make(chan int)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-stop:
-				done <- n
-				return
-			default:
-			}
-			_, err := actors.Ask[*pb.UpdateResult](context.Background(), b.sys.Root, b.pid, &pb.UpdateDocs{
-				Docs: []*pb.DocUpdate{{Id: fmt.Sprintf("w%06d", n), Body: []byte(`{}`)}}, NewEdits: true, Reply: true})
-			if err != nil {
-				t.Error(err)
-			}
-			n++
-		}
-	}()
+	times := &aloneCommits{}
+	a := spawnShard(t, Config{DB: db, Disk: disk, Handle: 7, Name: "a", Observer: times})
+	b := spawnShard(t, Config{DB: db, Disk: disk, Handle: 8, Name: "b"})
+	revs := a.editAll(400, 3)
+	stop := b.writeOneAtATime()
 	time.Sleep(50 * time.Millisecond)
-	before := len(times.at)
+	before := times.count()
 	start := time.Now()
 	a.compact()
 	took := time.Since(start)
-	close(stop)
-	t.Logf("the other shard's writer PUT %d docs during the compaction", <-done)
-	times.mu.Lock()
-	at := append([]time.Time{start}, times.at[before:]...)
-	times.mu.Unlock()
+	t.Logf("the other shard's writer PUT %d docs during the compaction", stop())
+	at := append([]time.Time{start}, times.since(before)...)
 	if len(at) < 6 {
 		t.Fatalf("only %d compaction commits: too few to tell", len(at)-1)
 	}
@@ -408,7 +399,5 @@ func TestCompactionYieldsToOtherShardsWrites(t *testing.T) {
 	if median < compactMaxWait/4 {
 		t.Errorf("compaction batches committed alone every %v (median) while another shard was written; want about every %v", median, compactMaxWait)
 	}
-	if g := a.get("d0000"); g.Info.Winner != revs["d0000"] || g.Info.Nodes[len(g.Info.Nodes)-2].HasBody {
-		t.Fatalf("not compacted: %v", g.Info)
-	}
+	a.compacted("d0000", revs["d0000"])
 }
