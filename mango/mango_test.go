@@ -9,12 +9,33 @@ import (
 	"testing"
 )
 
+type matchCase struct {
+	sel  string
+	want bool
+}
+
+// checkMatches parses each case's selector and matches it against doc.
+func checkMatches(t *testing.T, doc string, cases []matchCase) {
+	t.Helper()
+	var d any
+	if err := json.Unmarshal([]byte(doc), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		s, err := Parse([]byte(c.sel))
+		if err != nil {
+			t.Errorf("%s: %v", c.sel, err)
+			continue
+		}
+		if got := s.Match(d); got != c.want {
+			t.Errorf("%s: got %v want %v", c.sel, got, c.want)
+		}
+	}
+}
+
 func TestMatch(t *testing.T) {
 	doc := `{"_id":"a","type":"user","age":31,"name":{"first":"Ada","last":"L"},"tags":["x","y"],"nil":null,"ok":true}`
-	cases := []struct {
-		sel  string
-		want bool
-	}{
+	cases := []matchCase{
 		{`{}`, true},
 		{`{"type":"user"}`, true},
 		{`{"type":{"$eq":"admin"}}`, false},
@@ -40,19 +61,7 @@ func TestMatch(t *testing.T) {
 		{`{"` + strings.Repeat("a.", 99) + `a":{"$exists":false}}`, true},
 		{strings.Repeat(`{"a":`, 99) + `{"a\\.b":{"$exists":false}}` + strings.Repeat(`}`, 99), true},
 	}
-	var d any
-	if err := json.Unmarshal([]byte(doc), &d); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cases {
-		s, err := Parse([]byte(c.sel))
-		if err != nil {
-			t.Fatalf("%s: %v", c.sel, err)
-		}
-		if got := s.Match(d); got != c.want {
-			t.Errorf("%s: got %v want %v", c.sel, got, c.want)
-		}
-	}
+	checkMatches(t, doc, cases)
 }
 
 func TestBadSelectors(t *testing.T) {
@@ -101,10 +110,7 @@ func TestOperators(t *testing.T) {
 		`"tags":["x","y","z"],"empty":[],"nums":[3,8,12],"pairs":[[1,2],[3]],` +
 		`"people":[{"name":"Ann","age":30},{"name":"Bob","age":17}],` +
 		`"m":{"alpha":1,"beta":2},"em":{},"nl":"line\n"}`
-	cases := []struct {
-		sel  string
-		want bool
-	}{
+	cases := []matchCase{
 		// $type: the six JSON type names
 		{`{"nil":{"$type":"null"}}`, true},
 		{`{"ok":{"$type":"boolean"}}`, true},
@@ -181,20 +187,7 @@ func TestOperators(t *testing.T) {
 		{`{"$or":[{"n":{"$mod":[2,0]}},{"name":{"$regex":"lace$"}}]}`, true},
 		{`{"people":{"$elemMatch":{"name":{"$beginsWith":"B"}}},"tags":{"$all":["y"]}}`, true},
 	}
-	var d any
-	if err := json.Unmarshal([]byte(doc), &d); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cases {
-		s, err := Parse([]byte(c.sel))
-		if err != nil {
-			t.Errorf("%s: %v", c.sel, err)
-			continue
-		}
-		if got := s.Match(d); got != c.want {
-			t.Errorf("%s: got %v want %v", c.sel, got, c.want)
-		}
-	}
+	checkMatches(t, doc, cases)
 }
 
 // TestOperatorArguments: arguments CouchDB's norm_ops rejects, with its
