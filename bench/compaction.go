@@ -144,11 +144,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	if err := r.createDB(ctx); err != nil {
 		return nil, err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		_ = r.deleteDB(dctx)
-	}()
+	defer func() { _ = r.cleanUp(ctx) }()
 
 	// the writer's database: this one, or one of its own
 	wr := r
@@ -159,11 +155,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		if err := wr.createDB(ctx); err != nil {
 			return nil, err
 		}
-		defer func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			defer cancel()
-			_ = wr.deleteDB(dctx)
-		}()
+		defer func() { _ = wr.cleanUp(ctx) }()
 	}
 
 	start := time.Now()

@@ -106,10 +106,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() {
-		// Clean up even when ctx was cancelled.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if derr := r.deleteDB(dctx); derr != nil {
+		if derr := r.cleanUp(ctx); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}()
@@ -211,6 +208,14 @@ func (r *runner) createDB(ctx context.Context) error {
 	}
 	r.prog.printf("  created %s\n", r.res.DB)
 	return nil
+}
+
+// cleanUp deletes the database even when ctx was cancelled (within two
+// minutes of its own).
+func (r *runner) cleanUp(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	return r.deleteDB(dctx)
 }
 
 func (r *runner) deleteDB(ctx context.Context) error {
