@@ -1,0 +1,136 @@
+/*
+ * settee patch (not part of upstream badger v4.9.6): see SETTEE.md.
+ */
+
+package badger
+
+import (
+	"sort"
+)
+
+// DropUnreferencedValueLogs deletes, without reading them, the value-log
+// files that no version of any key in the LSM tree points into, and returns
+// how many files it deleted (or scheduled for deletion once open iterators
+// close) and their sizes.
+//
+// RunValueLogGC finds garbage by reading every record of a file and looking
+// each key up in the tree, so reclaiming a file costs its whole size even
+// when all of it is garbage: a store whose value log is mostly overwritten
+// or deleted values pays for the garbage, not for what is live. This walks
+// the tree instead (keys and value pointers only, every version, memtables
+// included): its cost is the live index, and a file nobody points into is
+// simply removed. Files that are partly live are left to RunValueLogGC.
+//
+// Why it is safe: only files older than the one being written are
+// candidates, and a write barrier (an empty request through the serial
+// write path) makes every value already written to them visible in the
+// tree before the walk starts. Versions that a open transaction can still
+// read are kept in the tree by compactions (they only drop versions at or
+// below the oldest read timestamp), so they are seen and keep their file.
+// Deletion goes through the same path as RunValueLogGC's: deferred while
+// iterators are open. It runs under the GC lock, so no rewrite moves values
+// meanwhile; it returns ErrRejected if a GC is running.
+func (db *DB) DropUnreferencedValueLogs() (files int, bytes int64, err error) {
+	if db.opt.InMemory || db.opt.ReadOnly {
+		return 0, 0, nil
+	}
+	vlog := &db.vlog
+	select {
+	case vlog.garbageCh <- struct{}{}:
+	default:
+		return 0, 0, ErrRejected
+	}
+	defer func() { <-vlog.garbageCh }()
+
+	candidates := make(map[uint32]bool)
+	vlog.filesLock.RLock()
+	maxFid := vlog.maxFid
+	for fid := range vlog.filesMap {
+		if fid < maxFid {
+			candidates[fid] = true
+		}
+	}
+	for _, fid := range vlog.filesToBeDeleted {
+		delete(candidates, fid)
+	}
+	vlog.filesLock.RUnlock()
+	if len(candidates) == 0 {
+		return 0, 0, nil
+	}
+
+	// The barrier: writes are applied one batch at a time in order, so once
+	// this empty request is done, every request that wrote into a candidate
+	// (all of them before the file being written became maxFid) has put its
+	// pointers into the memtable.
+	req, err := db.sendToWriteCh(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := req.Wait(); err != nil {
+		return 0, 0, err
+	}
+
+	txn := db.NewTransaction(false)
+	it := txn.NewIterator(IteratorOptions{AllVersions: true, InternalAccess: true})
+	var vp valuePointer
+	for it.Rewind(); it.Valid() && len(candidates) > 0; it.Next() {
+		item := it.Item()
+		if item.meta&bitValuePointer == 0 {
+			continue
+		}
+		vp.Decode(item.vptr)
+		delete(candidates, vp.Fid)
+	}
+	it.Close()
+	txn.Discard()
+
+	fids := make([]uint32, 0, len(candidates))
+	for fid := range candidates {
+		fids = append(fids, fid)
+	}
+	sort.Slice(fids, func(i, j int) bool { return fids[i] < fids[j] })
+	for _, fid := range fids {
+		var now *logFile
+		vlog.filesLock.Lock()
+		lf, ok := vlog.filesMap[fid]
+		if ok {
+			bytes += int64(lf.size.Load())
+			files++
+			if vlog.iteratorCount() == 0 {
+				delete(vlog.filesMap, fid)
+				now = lf
+			} else {
+				vlog.filesToBeDeleted = append(vlog.filesToBeDeleted, fid)
+			}
+		}
+		vlog.filesLock.Unlock()
+		if now != nil {
+			vlog.opt.Infof("Removing unreferenced value log fid: %d", fid)
+			if err := vlog.deleteLogFile(now); err != nil {
+				return files, bytes, err
+			}
+		}
+	}
+	return files, bytes, nil
+}
+
+// FlattenAll is Flatten that first merges level 0 into the levels below
+// even when level 0 is the only one holding tables (Flatten then has
+// nothing to consolidate and returns at once). Versions are dropped only
+// when a compaction merges them, and DropUnreferencedValueLogs can delete
+// only the files that no remaining version points into, so a store that
+// never compacted yet (every table still in level 0) must be merged first.
+func (db *DB) FlattenAll(workers int) error {
+	if db.opt.ReadOnly {
+		return ErrReadOnlyTxn
+	}
+	if db.lc.levels[0].numTables() > 0 {
+		db.stopCompactions()
+		err := db.lc.doCompact(176, compactionPriority{level: 0, score: 1.71})
+		db.startCompactions()
+		if err != nil && err != errFillTables {
+			return err
+		}
+	}
+	return db.Flatten(workers)
+}

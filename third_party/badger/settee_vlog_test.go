@@ -1,0 +1,145 @@
+/*
+ * settee patch (not part of upstream badger v4.9.6): see SETTEE.md.
+ */
+
+package badger
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+func setteeOpen(t *testing.T, dir string) *DB {
+	t.Helper()
+	opt := DefaultOptions(dir).WithValueThreshold(64).WithValueLogFileSize(1 << 20).
+		WithMemTableSize(1 << 20).WithLogger(nil)
+	db, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// flatten flushes the memtables (DropPrefix does when the prefix has data)
+// and merges the whole tree.
+func flatten(t *testing.T, db *DB) {
+	t.Helper()
+	if err := db.Update(func(txn *Txn) error { return txn.Set([]byte("flush"), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DropPrefix([]byte("flush")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FlattenAll(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vlogFiles(t *testing.T, dir string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
+
+func val(round, i int) []byte {
+	return bytes.Repeat([]byte(fmt.Sprintf("r%d-k%d;", round, i)), 100)
+}
+
+// Every key is overwritten round after round, then the old rounds' values
+// are unreferenced once the tree is flattened: their files go, unread, the
+// latest values and a value an open transaction still reads stay.
+func TestDropUnreferencedValueLogs(t *testing.T) {
+	dir := t.TempDir()
+	db := setteeOpen(t, dir)
+	defer func() { _ = db.Close() }()
+	const keys, rounds = 100, 30
+	write := func(round int) {
+		wb := db.NewWriteBatch()
+		for i := 0; i < keys; i++ {
+			if err := wb.Set([]byte(fmt.Sprintf("k%03d", i)), val(round, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := 0; r < rounds; r++ {
+		write(r)
+	}
+	// an old snapshot pins round rounds-1's values of k000
+	old := db.NewTransaction(false)
+	defer old.Discard()
+	for r := rounds; r < 2*rounds; r++ {
+		write(r)
+	}
+	// a key written once, early, stays live in an old file
+	if err := db.Update(func(txn *Txn) error { return txn.Set([]byte("early"), val(-1, 0)) }); err != nil {
+		t.Fatal(err)
+	}
+	for r := 2 * rounds; r < 3*rounds; r++ {
+		write(r)
+	}
+	before := vlogFiles(t, dir)
+	flatten(t, db)
+	files, n, err := db.DropUnreferencedValueLogs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := vlogFiles(t, dir)
+	t.Logf("vlog files %d -> %d, dropped %d (%d bytes)", before, after, files, n)
+	if files == 0 || n == 0 || after > before-files+1 {
+		t.Fatalf("dropped %d files (%d bytes), %d -> %d on disk", files, n, before, after)
+	}
+	check := func(txn *Txn, key string, want []byte) {
+		t.Helper()
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		got, err := item.ValueCopy(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: got %.20q, want %.20q", key, got, want)
+		}
+	}
+	if err := db.View(func(txn *Txn) error {
+		for i := 0; i < keys; i++ {
+			check(txn, fmt.Sprintf("k%03d", i), val(3*rounds-1, i))
+		}
+		check(txn, "early", val(-1, 0))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check(old, "k000", val(rounds-1, 0))
+
+	// once the snapshot is gone its round becomes garbage too
+	old.Discard()
+	flatten(t, db)
+	files, _, err = db.DropUnreferencedValueLogs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("the snapshot's files stayed after it was discarded")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = setteeOpen(t, dir)
+	if err := db.View(func(txn *Txn) error {
+		check(txn, "early", val(-1, 0))
+		check(txn, "k099", val(3*rounds-1, 99))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
