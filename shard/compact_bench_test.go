@@ -202,13 +202,10 @@ func BenchmarkValueLogGC(b *testing.B) {
 						}
 					}
 				}
-				if err := Update(db, func(txn *badger.Txn) error { return txn.Set(flushKey, nil) }); err != nil {
+				if err := db.FlushMemtable(); err != nil {
 					b.Fatal(err)
 				}
-				if err := DropPrefix(db, flushKey); err != nil {
-					b.Fatal(err)
-				}
-				if err := db.Flatten(2); err != nil {
+				if err := db.FlattenAll(2); err != nil {
 					b.Fatal(err)
 				}
 				before := AllocatedBytes(dir)

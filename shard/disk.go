@@ -281,15 +281,12 @@ func gcPause(took time.Duration, writes bool) time.Duration {
 	return min(took/2, 100*time.Millisecond)
 }
 
-// flushKey is written then dropped to make badger flush its memtables: the
-// only public way to do it while the database stays open.
-var flushKey = []byte{0, 0, 0, 0, 'F'}
-
 // Reclaim makes badger give back the space of deleted and overwritten
 // records: memtables are flushed (so that recent deletions reach the LSM
 // tree), the tree is compacted into one level (dropping shadowed versions
-// and counting the value-log bytes they pointed to), then value-log files
-// that are mostly garbage are rewritten until none is left. Runs are
+// and counting the value-log bytes they pointed to), value-log files no
+// remaining version points into are deleted unread, then those that are
+// mostly garbage are rewritten until none is left. Runs are
 // serialised node-wide and hold the compaction copy slot, so that no
 // compactor commits while badger rewrites files; a call made while a run
 // is in progress waits for the next run, which starts after it.
@@ -351,10 +348,7 @@ func (d *Disk) reclaim() error {
 	}
 	start := time.Now()
 	d.log.Debug("reclaiming storage")
-	if err := Update(d.db, func(txn *badger.Txn) error { return txn.Set(flushKey, nil) }); err != nil {
-		return err
-	}
-	if err := DropPrefix(d.db, flushKey); err != nil {
+	if err := d.flush(); err != nil {
 		return err
 	}
 	flushed := time.Now()
@@ -419,6 +413,18 @@ func (d *Disk) reclaim() error {
 		"drop", droppedAt.Sub(flattened).Round(time.Millisecond),
 		"vlog_gc", time.Since(droppedAt).Round(time.Millisecond), "vlog_warmed_mb", warmed>>20, "vlog_predicted", hits)
 	return nil
+}
+
+// flush is badger's FlushMemtable (third_party/badger/SETTEE.md): recent
+// deletions reach the tree's levels, where compactions drop what they
+// shadow. Writes go on meanwhile; only a DropPrefix in progress refuses it.
+func (d *Disk) flush() error {
+	err := d.db.FlushMemtable()
+	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
+		time.Sleep(delay)
+		err = d.db.FlushMemtable()
+	}
+	return err
 }
 
 // dropUnreferenced is badger's DropUnreferencedValueLogs, retried while a

@@ -43,13 +43,10 @@ func TestPredictValueLogGC(t *testing.T) {
 		}
 	}
 	// what a reclamation does before GC: the deletions reach the tree
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(flushKey, nil) }); err != nil {
+	if err := db.FlushMemtable(); err != nil {
 		t.Fatal(err)
 	}
-	if err := DropPrefix(db, flushKey); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Flatten(1); err != nil {
+	if err := db.FlattenAll(1); err != nil {
 		t.Fatal(err)
 	}
 	steps := 0

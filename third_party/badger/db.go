@@ -886,6 +886,12 @@ func (db *DB) writeRequests(reqs []*request) error {
 	db.opt.Debugf("Writing to memtable")
 	var count int
 	for _, b := range reqs {
+		if b.setteeFlush { // settee patch: FlushMemtable
+			if err := db.setteeRotateMemtable(b); err != nil {
+				done(err)
+				return y.Wrap(err, "writeRequests")
+			}
+		}
 		if len(b.Entries) == 0 {
 			continue
 		}

@@ -6,6 +6,9 @@ package badger
 
 import (
 	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4/y"
 )
 
 // DropUnreferencedValueLogs deletes, without reading them, the value-log
@@ -133,4 +136,80 @@ func (db *DB) FlattenAll(workers int) error {
 		}
 	}
 	return db.Flatten(workers)
+}
+
+// FlushMemtable makes the memtable being written immutable and waits until
+// it is flushed to a level-0 table, without blocking writes (upstream's only
+// way to flush an open DB is DropPrefix of a prefix that holds data, which
+// refuses writes with ErrBlockedWrites until it has flushed and compacted).
+// Deletions reach the tree's levels, where compactions drop what they
+// shadow, only through a flush. The rotation is done by the write
+// goroutine, which alone writes to the memtable, as part of the write
+// order: everything written before the call is in the flushed memtable.
+func (db *DB) FlushMemtable() error {
+	if db.opt.InMemory || db.opt.ReadOnly {
+		return nil
+	}
+	if db.blockWrites.Load() == 1 {
+		return ErrBlockedWrites
+	}
+	req := requestPool.Get().(*request)
+	req.reset()
+	req.setteeFlush = true
+	req.Wg.Add(1)
+	req.IncrRef()
+	db.writeCh <- req
+	req.Wg.Wait()
+	mt, err := req.setteeFlushed, req.Err
+	req.DecrRef()
+	if err != nil || mt == nil {
+		return err
+	}
+	for {
+		db.lock.RLock()
+		pending := false
+		for _, m := range db.imm {
+			if m == mt {
+				pending = true
+				break
+			}
+		}
+		db.lock.RUnlock()
+		if !pending {
+			return nil
+		}
+		if db.IsClosed() {
+			return ErrDBClosed
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// setteeRotateMemtable is ensureRoomForWrite for a memtable that is not
+// full: it hands the memtable to the flusher unless it is empty, and
+// records it in req.
+func (db *DB) setteeRotateMemtable(req *request) error {
+	db.lock.Lock()
+	defer db.lock.Unlock()
+	if db.mt.sl.Empty() {
+		return nil
+	}
+	for {
+		select {
+		case db.flushChan <- db.mt:
+			req.setteeFlushed = db.mt
+			db.imm = append(db.imm, db.mt)
+			var err error
+			db.mt, err = db.newMemTable()
+			if err != nil {
+				return y.Wrapf(err, "cannot create new mem table")
+			}
+			return nil
+		default:
+			if db.IsClosed() {
+				return errNoRoom
+			}
+			db.flushCond.Wait()
+		}
+	}
 }

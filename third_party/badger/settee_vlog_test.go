@@ -22,14 +22,10 @@ func setteeOpen(t *testing.T, dir string) *DB {
 	return db
 }
 
-// flatten flushes the memtables (DropPrefix does when the prefix has data)
-// and merges the whole tree.
+// flatten flushes the memtable and merges the whole tree.
 func flatten(t *testing.T, db *DB) {
 	t.Helper()
-	if err := db.Update(func(txn *Txn) error { return txn.Set([]byte("flush"), nil) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.DropPrefix([]byte("flush")); err != nil {
+	if err := db.FlushMemtable(); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.FlattenAll(1); err != nil {
@@ -86,6 +82,12 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 		write(r)
 	}
 	before := vlogFiles(t, dir)
+	if err := db.FlushMemtable(); err != nil {
+		t.Fatal(err)
+	}
+	if db.lc.levels[0].numTables() == 0 {
+		t.Fatal("FlushMemtable left level 0 empty")
+	}
 	flatten(t, db)
 	files, n, err := db.DropUnreferencedValueLogs()
 	if err != nil {
@@ -121,8 +123,10 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 	}
 	check(old, "k000", val(rounds-1, 0))
 
-	// once the snapshot is gone its round becomes garbage too
+	// once the snapshot is gone, the versions it kept go with the next
+	// compaction that merges them (here: the next round's)
 	old.Discard()
+	write(3 * rounds)
 	flatten(t, db)
 	files, _, err = db.DropUnreferencedValueLogs()
 	if err != nil {
@@ -137,9 +141,72 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 	db = setteeOpen(t, dir)
 	if err := db.View(func(txn *Txn) error {
 		check(txn, "early", val(-1, 0))
-		check(txn, "k099", val(3*rounds-1, 99))
+		check(txn, "k099", val(3*rounds, 99))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FlushMemtable while writers write: nothing is lost, nothing blocks.
+func TestFlushMemtableUnderWrites(t *testing.T) {
+	db := setteeOpen(t, t.TempDir())
+	defer func() { _ = db.Close() }()
+	const writers, each = 4, 300
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func(w int) {
+			for i := 0; i < each; i++ {
+				if err := db.Update(func(txn *Txn) error {
+					return txn.Set([]byte(fmt.Sprintf("w%d-%04d", w, i)), val(w, i))
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(w)
+	}
+	flushes := 0
+	for done := 0; done < writers; {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done++
+		default:
+			if err := db.FlushMemtable(); err != nil {
+				t.Fatal(err)
+			}
+			flushes++
+		}
+	}
+	if err := db.FlushMemtable(); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.lc.levels[0].numTables() + db.lc.lastLevel().numTables(); n == 0 {
+		t.Fatal("no table after the flushes")
+	}
+	if err := db.View(func(txn *Txn) error {
+		for w := 0; w < writers; w++ {
+			for i := 0; i < each; i++ {
+				item, err := txn.Get([]byte(fmt.Sprintf("w%d-%04d", w, i)))
+				if err != nil {
+					return err
+				}
+				got, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(got, val(w, i)) {
+					return fmt.Errorf("w%d-%04d: wrong value", w, i)
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d flushes during %d writes", flushes, writers*each)
 }

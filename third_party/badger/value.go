@@ -702,6 +702,10 @@ type request struct {
 	Wg   sync.WaitGroup
 	Err  error
 	ref  atomic.Int32
+	// settee patch: a request asking the write goroutine to rotate the
+	// memtable (FlushMemtable), and the memtable it rotated.
+	setteeFlush   bool
+	setteeFlushed *memTable
 }
 
 func (req *request) reset() {
@@ -710,6 +714,8 @@ func (req *request) reset() {
 	req.Wg = sync.WaitGroup{}
 	req.Err = nil
 	req.ref.Store(0)
+	req.setteeFlush = false
+	req.setteeFlushed = nil
 }
 
 func (req *request) IncrRef() {
