@@ -104,6 +104,21 @@ func TestCompactShrinksEditedDatabase(t *testing.T) {
 	after := shard.AllocatedBytes(s.DataDir)
 	infoAfter := dbInfo(t, s, "ed")
 	t.Logf("data dir %d -> %d bytes; sizes before %+v after %+v", before, after, infoBefore.Sizes, infoAfter.Sizes)
+	// the space came back by deleting value-log files nothing pointed
+	// into, unread, not by badger's GC reading them all
+	mfs := scrape(t, s, "_local")
+	counter := func(name string) float64 {
+		m := sample(mfs, name, nil)
+		if m == nil {
+			t.Fatalf("%s missing", name)
+		}
+		return m.GetCounter().GetValue()
+	}
+	dropped, rewritten := counter("settee_vlog_files_dropped_total"), counter("settee_vlog_files_rewritten_total")
+	t.Logf("value-log files: %v deleted unread (%v bytes), %v rewritten", dropped, counter("settee_vlog_dropped_bytes_total"), rewritten)
+	if dropped < 10 || rewritten > 2 {
+		t.Errorf("value-log files: %v deleted unread, %v rewritten; want at least 10 and at most 2", dropped, rewritten)
+	}
 	if after*4 > before {
 		t.Errorf("data dir %d bytes after compaction, want < a quarter of %d", after, before)
 	}

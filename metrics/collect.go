@@ -134,10 +134,30 @@ var (
 		"Bytes the data directory holds on disk (allocated blocks), measured at most once a second.", nil, nil)
 )
 
+// Reclaimer reports what the node's space reclamations did to the value
+// log (an Allocator may implement it; shard.Disk does).
+type Reclaimer interface {
+	ValueLogFiles() (dropped, droppedBytes, rewritten int64)
+}
+
+var (
+	descDropped = prometheus.NewDesc("settee_vlog_files_dropped_total",
+		"Value-log files that space reclamation deleted without reading them (no key pointed into them).", nil, nil)
+	descDroppedBytes = prometheus.NewDesc("settee_vlog_dropped_bytes_total",
+		"Bytes of the value-log files deleted without reading them.", nil, nil)
+	descRewritten = prometheus.NewDesc("settee_vlog_files_rewritten_total",
+		"Value-log files that badger's GC read and rewrote (partly live).", nil, nil)
+)
+
 func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descLSM
 	ch <- descVlog
 	ch <- descAllocated
+	if _, ok := c.d.(Reclaimer); ok {
+		ch <- descDropped
+		ch <- descDroppedBytes
+		ch <- descRewritten
+	}
 }
 
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
@@ -148,5 +168,11 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.d != nil {
 		ch <- prometheus.MustNewConstMetric(descAllocated, prometheus.GaugeValue, float64(c.d.Allocated()))
+	}
+	if r, ok := c.d.(Reclaimer); ok {
+		dropped, bytes, rewritten := r.ValueLogFiles()
+		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(dropped))
+		ch <- prometheus.MustNewConstMetric(descDroppedBytes, prometheus.CounterValue, float64(bytes))
+		ch <- prometheus.MustNewConstMetric(descRewritten, prometheus.CounterValue, float64(rewritten))
 	}
 }

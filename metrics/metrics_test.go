@@ -20,6 +20,8 @@ type fakeDisk int64
 
 func (f fakeDisk) Allocated() int64 { return int64(f) }
 
+func (f fakeDisk) ValueLogFiles() (int64, int64, int64) { return 7, 7 << 20, 2 }
+
 func parse(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
 	b, err := m.Text()
@@ -91,6 +93,9 @@ func TestInstruments(t *testing.T) {
 		{"settee_badger_lsm_size_bytes", nil, 1 << 20},
 		{"settee_badger_vlog_size_bytes", nil, 3 << 20},
 		{"settee_disk_allocated_bytes", nil, 5 << 20},
+		{"settee_vlog_files_dropped_total", nil, 7},
+		{"settee_vlog_dropped_bytes_total", nil, 7 << 20},
+		{"settee_vlog_files_rewritten_total", nil, 2},
 	} {
 		if got := value(t, mfs, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

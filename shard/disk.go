@@ -68,6 +68,9 @@ type Disk struct {
 	closed  bool
 	closing chan struct{} // closed by Close
 
+	// what reclamations did, for the node's metrics (ValueLogFiles)
+	droppedFiles, droppedBytes, rewrittenFiles atomic.Int64
+
 	// copySlot lets one compactor at a time walk and commit (acquireCopy).
 	copySlot chan struct{}
 
@@ -364,6 +367,8 @@ func (d *Disk) reclaim() error {
 	if err != nil {
 		return err
 	}
+	d.droppedFiles.Add(int64(dropped))
+	d.droppedBytes.Add(droppedBytes)
 	droppedAt := time.Now()
 	files, hits := 0, 0
 	var warmed int64
@@ -391,6 +396,7 @@ func (d *Disk) reclaim() error {
 		took := time.Since(t0)
 		if err == nil {
 			files++
+			d.rewrittenFiles.Add(1)
 			if cur != "" {
 				if _, serr := os.Stat(cur); errors.Is(serr, fs.ErrNotExist) {
 					hits++ // GC rewrote (and deleted) the file predicted
@@ -427,14 +433,41 @@ func (d *Disk) flush() error {
 	return err
 }
 
+// ValueLogFiles reports, since the node started, the value-log files its
+// reclamations deleted unread and their bytes, and the files badger's GC
+// read and rewrote.
+func (d *Disk) ValueLogFiles() (dropped, droppedBytes, rewritten int64) {
+	return d.droppedFiles.Load(), d.droppedBytes.Load(), d.rewrittenFiles.Load()
+}
+
 // dropUnreferenced is badger's DropUnreferencedValueLogs, retried while a
 // DropPrefix (a database being deleted) blocks writes: its barrier is a
 // write.
 func (d *Disk) dropUnreferenced() (int, int64, error) {
-	files, n, err := d.db.DropUnreferencedValueLogs()
+	commits := d.commits.Load()
+	between := func(_ int64, took time.Duration) {
+		c := d.commits.Load()
+		time.Sleep(unlinkPause(took, c != commits))
+		commits = c
+	}
+	files, n, err := d.db.DropUnreferencedValueLogs(between)
 	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
 		time.Sleep(delay)
-		files, n, err = d.db.DropUnreferencedValueLogs()
+		files, n, err = d.db.DropUnreferencedValueLogs(between)
 	}
 	return files, n, err
+}
+
+// unlinkPause is the pause after deleting a value-log file unread that
+// took took, with writes committed meanwhile or not. Unlinking a 16 MB file
+// frees its extents in the filesystem's journal, which the writers' syncs
+// wait for. On seed 002's medium workload (67 files, 1.4 GB) deleting them
+// back to back took 0.27 s and the concurrent writer's p99 during the
+// reclaim was 5.5-6.8 ms; pausing twice each deletion's time under writes,
+// 0.8-0.9 s and 3.9-4.2 ms (0.6-1.0 ms before compaction).
+func unlinkPause(took time.Duration, writes bool) time.Duration {
+	if writes {
+		return 2 * took
+	}
+	return 0
 }

@@ -33,7 +33,11 @@ import (
 // Deletion goes through the same path as RunValueLogGC's: deferred while
 // iterators are open. It runs under the GC lock, so no rewrite moves values
 // meanwhile; it returns ErrRejected if a GC is running.
-func (db *DB) DropUnreferencedValueLogs() (files int, bytes int64, err error) {
+//
+// between, when not nil, is called after each file deleted right away, with
+// its size and how long the deletion took (unlinking a large file stalls
+// the disk for other writers: the caller may pause).
+func (db *DB) DropUnreferencedValueLogs(between func(size int64, took time.Duration)) (files int, bytes int64, err error) {
 	if db.opt.InMemory || db.opt.ReadOnly {
 		return 0, 0, nil
 	}
@@ -109,8 +113,12 @@ func (db *DB) DropUnreferencedValueLogs() (files int, bytes int64, err error) {
 		vlog.filesLock.Unlock()
 		if now != nil {
 			vlog.opt.Infof("Removing unreferenced value log fid: %d", fid)
+			size, t0 := int64(now.size.Load()), time.Now()
 			if err := vlog.deleteLogFile(now); err != nil {
 				return files, bytes, err
+			}
+			if between != nil {
+				between(size, time.Since(t0))
 			}
 		}
 	}

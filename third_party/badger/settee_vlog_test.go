@@ -89,7 +89,7 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 		t.Fatal("FlushMemtable left level 0 empty")
 	}
 	flatten(t, db)
-	files, n, err := db.DropUnreferencedValueLogs()
+	files, n, err := db.DropUnreferencedValueLogs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 	old.Discard()
 	write(3 * rounds)
 	flatten(t, db)
-	files, _, err = db.DropUnreferencedValueLogs()
+	files, _, err = db.DropUnreferencedValueLogs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
