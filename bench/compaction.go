@@ -92,6 +92,9 @@ func (r *CompactionResult) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "compaction wall time:   %.2fs\n", r.CompactSec)
 	fmt.Fprintf(w, "live data compacted:    %.1f MB/s (sizes.active / wall time)\n", r.LiveMBPerSec)
 	fmt.Fprintf(w, "writer database:        %s\n", r.WriterDB)
+	if r.WriterDB == WriterNone {
+		return
+	}
 	fmt.Fprintf(w, "writer before:          %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesBefore, r.BeforeP50Ms, r.BeforeP99Ms)
 	fmt.Fprintf(w, "writer during:          %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesDuring, r.DuringP50Ms, r.DuringP99Ms)
 	fmt.Fprintf(w, "  document copy:        %d PUTs, p50 %.2fms, p99 %.2fms\n", r.WritesCopy, r.CopyP50Ms, r.CopyP99Ms)
@@ -174,12 +177,18 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 
 	// the writer alone
 	w := &probeWriter{r: wr}
-	lat, err := w.run(ctx, func() bool { return w.elapsed() < 3*time.Second })
-	if err != nil {
-		return res, err
+	var lat []time.Duration
+	var st stats
+	if cfg.WriterDB == WriterNone {
+		res.WriterDB = WriterNone
+	} else {
+		lat, err = w.run(ctx, func() bool { return w.elapsed() < 3*time.Second })
+		if err != nil {
+			return res, err
+		}
+		st = summarize(int64(len(lat)), 0, lat)
+		res.WritesBefore, res.BeforeP50Ms, res.BeforeP99Ms = len(lat), st.p50, st.p99
 	}
-	st := summarize(int64(len(lat)), 0, lat)
-	res.WritesBefore, res.BeforeP50Ms, res.BeforeP99Ms = len(lat), st.p50, st.p99
 
 	// compaction, with the writer going on
 	var buf bytes.Buffer
@@ -223,8 +232,11 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		}
 	}()
 	w2 := &probeWriter{r: wr, n: w.n, phase: &phase}
-	lat, err = w2.run(ctx, running.Load)
-	if err != nil {
+	if cfg.WriterDB == WriterNone {
+		for running.Load() {
+			time.Sleep(time.Millisecond)
+		}
+	} else if lat, err = w2.run(ctx, running.Load); err != nil {
 		return res, err
 	}
 	if err := <-pollErr; err != nil {

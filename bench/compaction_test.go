@@ -24,7 +24,7 @@ func TestRunCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
-	for _, writer := range []string{WriterSame, WriterOther} {
+	for _, writer := range []string{WriterSame, WriterOther, WriterNone} {
 		t.Run(writer, func(t *testing.T) {
 			cfg := Config{URL: u.String(), Docs: 200, Edits: 10, DocSize: DocSmall, Workload: "compaction",
 				DataDir: s.DataDir, WriterDB: writer}
@@ -37,8 +37,11 @@ func TestRunCompaction(t *testing.T) {
 			if res.WriterDB != writer || !strings.Contains(out.String(), "writer database:        "+writer) {
 				t.Errorf("writer database reported as %q", res.WriterDB)
 			}
-			if res.WritesBefore == 0 || res.CompactSec <= 0 || res.ActiveAfter <= 0 || res.External <= 0 {
+			if (res.WritesBefore == 0) != (writer == WriterNone) || res.CompactSec <= 0 || res.ActiveAfter <= 0 || res.External <= 0 {
 				t.Errorf("implausible result: %+v", res)
+			}
+			if writer == WriterNone && (res.WritesDuring != 0 || strings.Contains(out.String(), "writer before")) {
+				t.Errorf("writer none still wrote: %d PUTs during\n%s", res.WritesDuring, out.String())
 			}
 			if res.FileAfter >= res.FileBefore {
 				t.Errorf("sizes.file %d before, %d after compaction", res.FileBefore, res.FileAfter)

@@ -70,7 +70,8 @@ type Config struct {
 	// WriterDB is where the compaction workload's concurrent writer PUTs:
 	// WriterSame ("" too), the compacted database, or WriterOther, a
 	// database of its own (auto-compaction working on one database while
-	// an application writes another).
+	// an application writes another), or WriterNone: no writer, the
+	// compaction alone (how fast it goes when it need not yield).
 	WriterDB string
 }
 
@@ -78,6 +79,7 @@ type Config struct {
 const (
 	WriterSame  = "same"
 	WriterOther = "other"
+	WriterNone  = "none"
 )
 
 // DefaultConfig returns fabric_bench's defaults (docs 100000, batch_size
@@ -113,7 +115,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Workload, "workload", "", "workload: fabric_bench's (default) or \"compaction\" (docs edited --edits times, then _compact)")
 	fs.IntVar(&c.Edits, "edits", 0, "compaction workload: updates of every doc before compacting (default 100)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "compaction workload: the server's data directory, to measure its bytes on disk")
-	fs.StringVar(&c.WriterDB, "writer-db", WriterSame, "compaction workload: the concurrent writer PUTs into the compacted database (same) or another one (other)")
+	fs.StringVar(&c.WriterDB, "writer-db", WriterSame, "compaction workload: the concurrent writer PUTs into the compacted database (same) or another one (other), or there is none (none)")
 }
 
 // withDefaults fills zero fields from DefaultConfig and resolves the URL.
@@ -180,9 +182,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative progress interval", ErrConfig)
 	}
 	switch c.WriterDB {
-	case "", WriterSame, WriterOther:
+	case "", WriterSame, WriterOther, WriterNone:
 	default:
-		return fmt.Errorf("%w: --writer-db %q (want same or other)", ErrConfig, c.WriterDB)
+		return fmt.Errorf("%w: --writer-db %q (want same, other or none)", ErrConfig, c.WriterDB)
 	}
 	switch c.DocSize {
 	case DocSmall, DocMedium, DocLarge:
