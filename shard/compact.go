@@ -55,10 +55,17 @@ import (
 // 1 ms on our 2-core machine, and that is what a user write arriving
 // meanwhile waits for, in this shard's queue or in badger's, which all
 // shards share.
+//
+// When the node has had no user write for compactIdle as a page is read,
+// the page may be compactIdleScale times larger: it will most likely commit
+// alone, and a sync per 128 records is what bounded a compaction with
+// nobody writing. A user write that arrives while such a batch commits
+// waits for it once (about 4 ms); the pages read after it are small again.
 const (
 	compactPageDocs    = 1000
 	compactPageEntries = 128
 	compactPageBytes   = 64 << 10
+	compactIdleScale   = 8
 )
 
 // compactNice is the nice value of a compactor's walk (lowPriority): the
@@ -324,6 +331,10 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 	var ops []compactOp
 	n, size, entries := 0, 0, 0
 	next := last
+	maxEntries, maxBytes := compactPageEntries, compactPageBytes
+	if c.disk != nil && c.disk.sinceWrite() >= compactIdle {
+		maxEntries, maxBytes = compactIdleScale*maxEntries, compactIdleScale*maxBytes
+	}
 	err := c.st.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = c.st.k.seqPrefix()
@@ -332,7 +343,7 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 		defer it.Close()
 		for it.Seek(c.st.k.seq(last + 1)); it.Valid(); it.Next() {
 			seq := beUint64(it.Item().Key()[5:])
-			if seq > end || n >= compactPageDocs || entries >= compactPageEntries || size >= compactPageBytes {
+			if seq > end || n >= compactPageDocs || entries >= maxEntries || size >= maxBytes {
 				return nil
 			}
 			rec := &pb.FullDocInfo{}

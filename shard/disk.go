@@ -445,16 +445,23 @@ func (d *Disk) ValueLogFiles() (dropped, droppedBytes, rewritten int64) {
 // write.
 func (d *Disk) dropUnreferenced() (int, int64, error) {
 	commits := d.commits.Load()
+	var unlinking, paused time.Duration
 	between := func(_ int64, took time.Duration) {
 		c := d.commits.Load()
-		time.Sleep(unlinkPause(took, c != commits))
+		p := unlinkPause(took, c != commits)
+		time.Sleep(p)
 		commits = c
+		unlinking += took
+		paused += p
 	}
+	start := time.Now()
 	files, n, err := d.db.DropUnreferencedValueLogs(between)
 	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
 		time.Sleep(delay)
 		files, n, err = d.db.DropUnreferencedValueLogs(between)
 	}
+	d.log.Debug("unreferenced value-log files deleted", "files", files, "mb", n>>20, "took", time.Since(start).Round(time.Millisecond),
+		"unlinking", unlinking.Round(time.Millisecond), "paused", paused.Round(time.Millisecond))
 	return files, n, err
 }
 
