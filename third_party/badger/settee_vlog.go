@@ -5,8 +5,12 @@
 package badger
 
 import (
+	"fmt"
+	"os"
 	"sort"
 	"time"
+
+	"github.com/dgraph-io/ristretto/v2/z"
 
 	"github.com/dgraph-io/badger/v4/y"
 )
@@ -114,7 +118,7 @@ func (db *DB) DropUnreferencedValueLogs(between func(size int64, took time.Durat
 		if now != nil {
 			vlog.opt.Infof("Removing unreferenced value log fid: %d", fid)
 			size, t0 := int64(now.size.Load()), time.Now()
-			if err := vlog.deleteLogFile(now); err != nil {
+			if err := vlog.setteeDeleteLogFile(now); err != nil {
 				return files, bytes, err
 			}
 			if between != nil {
@@ -220,4 +224,46 @@ func (db *DB) setteeRotateMemtable(req *request) error {
 			db.flushCond.Wait()
 		}
 	}
+}
+
+// setteeTruncateStep is how much of a value-log file setteeDeleteLogFile
+// frees at a time.
+const setteeTruncateStep = 1 << 20
+
+// setteeDeleteLogFile is deleteLogFile that frees the file's blocks a
+// megabyte at a time (truncating it from the end) before removing it.
+// Freeing a whole 16 MB file at once makes the next journal commit of the
+// filesystem free (and, mounted with discard, trim) all of its blocks, and
+// every writer's fsync waits for that commit: on our machine a writer of
+// 14 KB synced appends went from p99 0.32 ms to 4.5 ms while 66 files of
+// 21 MB were removed back to back (0.32 s), and to 0.76-0.87 ms when each
+// was truncated a megabyte at a time first (0.44-0.55 s).
+func (vlog *valueLog) setteeDeleteLogFile(lf *logFile) error {
+	if lf == nil {
+		return nil
+	}
+	lf.lock.Lock()
+	defer lf.lock.Unlock()
+	vlog.discardStats.Update(lf.fid, -1)
+	if lf.Fd == nil {
+		return nil
+	}
+	size := int64(len(lf.Data))
+	if err := z.Munmap(lf.Data); err != nil {
+		return fmt.Errorf("while munmap file: %s, error: %v", lf.Fd.Name(), err)
+	}
+	lf.Data = nil
+	if fi, err := lf.Fd.Stat(); err == nil {
+		size = fi.Size()
+	}
+	for size > 0 {
+		size = max(0, size-setteeTruncateStep)
+		if err := lf.Fd.Truncate(size); err != nil {
+			return fmt.Errorf("while truncate file: %s, error: %v", lf.Fd.Name(), err)
+		}
+	}
+	if err := lf.Fd.Close(); err != nil {
+		return fmt.Errorf("while close file: %s, error: %v", lf.Fd.Name(), err)
+	}
+	return os.Remove(lf.Fd.Name())
 }
