@@ -118,7 +118,7 @@ func (db *DB) DropUnreferencedValueLogs(between func(size int64, took time.Durat
 		if now != nil {
 			vlog.opt.Infof("Removing unreferenced value log fid: %d", fid)
 			size, t0 := int64(now.size.Load()), time.Now()
-			if err := vlog.setteeDeleteLogFile(now); err != nil {
+			if err := vlog.deleteLogFile(now); err != nil {
 				return files, bytes, err
 			}
 			if between != nil {

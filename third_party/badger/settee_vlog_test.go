@@ -22,8 +22,8 @@ func setteeOpen(t *testing.T, dir string) *DB {
 	return db
 }
 
-// flatten flushes the memtable and merges the whole tree.
-func flatten(t *testing.T, db *DB) {
+// setteeFlatten flushes the memtable and merges the whole tree.
+func setteeFlatten(t *testing.T, db *DB) {
 	t.Helper()
 	if err := db.FlushMemtable(); err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func flatten(t *testing.T, db *DB) {
 	}
 }
 
-func vlogFiles(t *testing.T, dir string) int {
+func setteeVlogFiles(t *testing.T, dir string) int {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
 	if err != nil {
@@ -42,7 +42,7 @@ func vlogFiles(t *testing.T, dir string) int {
 	return len(m)
 }
 
-func val(round, i int) []byte {
+func setteeVal(round, i int) []byte {
 	return bytes.Repeat([]byte(fmt.Sprintf("r%d-k%d;", round, i)), 100)
 }
 
@@ -57,7 +57,7 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 	write := func(round int) {
 		wb := db.NewWriteBatch()
 		for i := 0; i < keys; i++ {
-			if err := wb.Set([]byte(fmt.Sprintf("k%03d", i)), val(round, i)); err != nil {
+			if err := wb.Set([]byte(fmt.Sprintf("k%03d", i)), setteeVal(round, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -75,25 +75,25 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 		write(r)
 	}
 	// a key written once, early, stays live in an old file
-	if err := db.Update(func(txn *Txn) error { return txn.Set([]byte("early"), val(-1, 0)) }); err != nil {
+	if err := db.Update(func(txn *Txn) error { return txn.Set([]byte("early"), setteeVal(-1, 0)) }); err != nil {
 		t.Fatal(err)
 	}
 	for r := 2 * rounds; r < 3*rounds; r++ {
 		write(r)
 	}
-	before := vlogFiles(t, dir)
+	before := setteeVlogFiles(t, dir)
 	if err := db.FlushMemtable(); err != nil {
 		t.Fatal(err)
 	}
 	if db.lc.levels[0].numTables() == 0 {
 		t.Fatal("FlushMemtable left level 0 empty")
 	}
-	flatten(t, db)
+	setteeFlatten(t, db)
 	files, n, err := db.DropUnreferencedValueLogs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := vlogFiles(t, dir)
+	after := setteeVlogFiles(t, dir)
 	t.Logf("vlog files %d -> %d, dropped %d (%d bytes)", before, after, files, n)
 	if files == 0 || n == 0 || after > before-files+1 {
 		t.Fatalf("dropped %d files (%d bytes), %d -> %d on disk", files, n, before, after)
@@ -114,20 +114,20 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 	}
 	if err := db.View(func(txn *Txn) error {
 		for i := 0; i < keys; i++ {
-			check(txn, fmt.Sprintf("k%03d", i), val(3*rounds-1, i))
+			check(txn, fmt.Sprintf("k%03d", i), setteeVal(3*rounds-1, i))
 		}
-		check(txn, "early", val(-1, 0))
+		check(txn, "early", setteeVal(-1, 0))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	check(old, "k000", val(rounds-1, 0))
+	check(old, "k000", setteeVal(rounds-1, 0))
 
 	// once the snapshot is gone, the versions it kept go with the next
 	// compaction that merges them (here: the next round's)
 	old.Discard()
 	write(3 * rounds)
-	flatten(t, db)
+	setteeFlatten(t, db)
 	files, _, err = db.DropUnreferencedValueLogs(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +140,8 @@ func TestDropUnreferencedValueLogs(t *testing.T) {
 	}
 	db = setteeOpen(t, dir)
 	if err := db.View(func(txn *Txn) error {
-		check(txn, "early", val(-1, 0))
-		check(txn, "k099", val(3*rounds, 99))
+		check(txn, "early", setteeVal(-1, 0))
+		check(txn, "k099", setteeVal(3*rounds, 99))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestFlushMemtableUnderWrites(t *testing.T) {
 		go func(w int) {
 			for i := 0; i < each; i++ {
 				if err := db.Update(func(txn *Txn) error {
-					return txn.Set([]byte(fmt.Sprintf("w%d-%04d", w, i)), val(w, i))
+					return txn.Set([]byte(fmt.Sprintf("w%d-%04d", w, i)), setteeVal(w, i))
 				}); err != nil {
 					errs <- err
 					return
@@ -199,7 +199,7 @@ func TestFlushMemtableUnderWrites(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if !bytes.Equal(got, val(w, i)) {
+				if !bytes.Equal(got, setteeVal(w, i)) {
 					return fmt.Errorf("w%d-%04d: wrong value", w, i)
 				}
 			}

@@ -412,15 +412,8 @@ func (vlog *valueLog) decrIteratorCount() error {
 }
 
 func (vlog *valueLog) deleteLogFile(lf *logFile) error {
-	if lf == nil {
-		return nil
-	}
-	lf.lock.Lock()
-	defer lf.lock.Unlock()
-	// Delete fid from discard stats as well.
-	vlog.discardStats.Update(lf.fid, -1)
-
-	return lf.Delete()
+	// settee patch: every value-log file is freed a megabyte at a time.
+	return vlog.setteeDeleteLogFile(lf)
 }
 
 func (vlog *valueLog) dropAll() (int, error) {
