@@ -256,8 +256,12 @@ func (vlog *valueLog) setteeDeleteLogFile(lf *logFile) error {
 	if fi, err := lf.Fd.Stat(); err == nil {
 		size = fi.Size()
 	}
-	for size > 0 {
-		size = max(0, size-setteeTruncateStep)
+	// The last step is the removal, not a truncation to zero: a crash may
+	// leave the file shortened, never shorter than a step (its header
+	// intact), and an empty value-log file makes badger's open fail. No
+	// key points into it, so the next DropUnreferencedValueLogs deletes it.
+	for size > 2*setteeTruncateStep {
+		size -= setteeTruncateStep
 		if err := lf.Fd.Truncate(size); err != nil {
 			return fmt.Errorf("while truncate file: %s, error: %v", lf.Fd.Name(), err)
 		}

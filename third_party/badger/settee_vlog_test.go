@@ -7,6 +7,7 @@ package badger
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -209,4 +210,62 @@ func TestFlushMemtableUnderWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d flushes during %d writes", flushes, writers*each)
+}
+
+// A crash in the middle of a stepwise deletion leaves a value-log file cut
+// at a megabyte boundary: badger opens, and the next drop deletes it.
+func TestShortenedValueLogAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	db := setteeOpen(t, dir)
+	for r := 0; r < 20; r++ {
+		if err := db.Update(func(txn *Txn) error {
+			for i := 0; i < 50; i++ {
+				if err := txn.Set([]byte(fmt.Sprintf("k%03d", i)), bytes.Repeat(setteeVal(r, i), 10)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setteeFlatten(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// what a kill -9 during setteeDeleteLogFile leaves: the oldest file,
+	// all garbage by now, shortened (to a step boundary; the files are
+	// small here, so to half their size)
+	first := filepath.Join(dir, fmt.Sprintf("%06d.vlog", 1))
+	fi, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(first, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	db = setteeOpen(t, dir)
+	defer func() { _ = db.Close() }()
+	setteeFlatten(t, db)
+	files, _, err := db.DropUnreferencedValueLogs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first); !os.IsNotExist(err) || files == 0 {
+		t.Fatalf("shortened file still there (%v), %d files dropped", err, files)
+	}
+	if err := db.View(func(txn *Txn) error {
+		item, err := txn.Get([]byte("k049"))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if !bytes.Equal(v, bytes.Repeat(setteeVal(19, 49), 10)) {
+				return fmt.Errorf("k049: wrong value")
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
