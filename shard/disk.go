@@ -355,7 +355,10 @@ func (d *Disk) reclaim() error {
 		return err
 	}
 	flushed := time.Now()
-	if err := d.db.FlattenAll(2); err != nil {
+	// one worker: with two, the merge took both cores from the writers
+	// (small x 100: reclaim p99 4.2-7.4 ms in 8 runs, 4.4-5.1 ms in 5 with
+	// one, and the merge as long: 0.18-0.24 s)
+	if err := d.db.FlattenAll(1); err != nil {
 		return err
 	}
 	flattened := time.Now()
