@@ -61,6 +61,8 @@ import (
 // alone, and a sync per 128 records is what bounded a compaction with
 // nobody writing. A user write that arrives while such a batch commits
 // waits for it once (about 4 ms); the pages read after it are small again.
+// With no writer, seed 002's medium x 50 copied a shard in 0.13-0.15 s
+// instead of 0.2-0.34 s, and compacted in 0.93 s instead of 1.13-1.24 s.
 const (
 	compactPageDocs    = 1000
 	compactPageEntries = 128
