@@ -1,13 +1,16 @@
 package crashtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/settee/settee/internal/testport"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/settee/settee/internal/testport"
 )
 
 // TestClusterKillNode runs three settee processes as a cluster, kills one
@@ -140,9 +143,7 @@ func TestClusterHungNodeCostsOneRequestTimeout(t *testing.T) {
 	const timeout = 2 * time.Second
 	nodes, c := startHangPair(t, timeout)
 	defer c.close()
-	if err := nodes[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, nodes[1])
 	defer func() { _ = nodes[1].cmd.Process.Signal(syscall.SIGCONT) }()
 	// the first requests run before the heartbeats miss (4 s): they wait
 	// on the frozen copy until the timeout, not longer
@@ -170,9 +171,7 @@ func TestClusterHungNodeSeenDownEndsTheWait(t *testing.T) {
 	}
 	nodes, c := startHangPair(t, time.Minute)
 	defer c.close()
-	if err := nodes[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, nodes[1])
 	defer func() { _ = nodes[1].cmd.Process.Signal(syscall.SIGCONT) }()
 	// both start before the node is seen down
 	t0 := time.Now()
@@ -196,6 +195,41 @@ func TestClusterHungNodeSeenDownEndsTheWait(t *testing.T) {
 
 // startHangPair starts two node processes (q=1 n=2 database "hang" with
 // doc "a") with the given request timeout.
+// freeze stops s with SIGSTOP and waits until the kernel reports every
+// thread of it stopped: kill returns once the signal is queued, and on a
+// loaded machine (CI) the node went on to answer the next request (a 201
+// where the test expects the frozen copy to be missing).
+func freeze(t *testing.T, s *server) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	tasks := fmt.Sprintf("/proc/%d/task", s.cmd.Process.Pid)
+	waitFor(t, 10*time.Second, func() error {
+		ents, err := os.ReadDir(tasks)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			stat := tasks + "/" + e.Name() + "/stat"
+			b, err := os.ReadFile(stat)
+			if err != nil {
+				return err
+			}
+			// tid (comm) state ...: comm may hold spaces, the state
+			// follows the last ')'
+			i := bytes.LastIndexByte(b, ')')
+			if i < 0 || i+2 >= len(b) {
+				return fmt.Errorf("%s: %q", stat, b)
+			}
+			if st := b[i+2]; st != 'T' && st != 't' {
+				return fmt.Errorf("node %s: thread %s not stopped yet (state %c)", s.addr, e.Name(), st)
+			}
+		}
+		return nil
+	})
+}
+
 func startHangPair(t *testing.T, timeout time.Duration) ([]*server, *client) {
 	t.Helper()
 	nodes := make([]*server, 2)
