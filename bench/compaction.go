@@ -232,12 +232,10 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		}
 	}()
 	w2 := &probeWriter{r: wr, n: w.n, phase: &phase}
-	if cfg.WriterDB == WriterNone {
-		for running.Load() {
-			time.Sleep(time.Millisecond)
+	if cfg.WriterDB != WriterNone {
+		if lat, err = w2.run(ctx, running.Load); err != nil {
+			return res, err
 		}
-	} else if lat, err = w2.run(ctx, running.Load); err != nil {
-		return res, err
 	}
 	if err := <-pollErr; err != nil {
 		return res, err

@@ -157,22 +157,24 @@ func (d *Disk) releaseCopy() {
 }
 
 // DropPrefix is badger's DropPrefix, retried while another DropPrefix (a
-// database being deleted, a reclamation) blocks writes.
+// database being deleted) blocks writes.
 func DropPrefix(db *badger.DB, prefix []byte) error {
-	err := db.DropPrefix(prefix)
-	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
-		time.Sleep(delay)
-		err = db.DropPrefix(prefix)
-	}
-	return err
+	return whileBlocked(5*time.Millisecond, 200*time.Millisecond, func() error { return db.DropPrefix(prefix) })
 }
 
 // Update is badger's Update, retried while a DropPrefix blocks writes.
 func Update(db *badger.DB, fn func(txn *badger.Txn) error) error {
-	err := db.Update(fn)
-	for delay := time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 50*time.Millisecond) {
+	return whileBlocked(time.Millisecond, 50*time.Millisecond, func() error { return db.Update(fn) })
+}
+
+// whileBlocked runs f again while it fails with badger.ErrBlockedWrites (a
+// DropPrefix in progress), waiting first between tries, twice as long each
+// time up to most.
+func whileBlocked(first, most time.Duration, f func() error) error {
+	err := f()
+	for delay := first; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, most) {
 		time.Sleep(delay)
-		err = db.Update(fn)
+		err = f()
 	}
 	return err
 }
@@ -428,12 +430,7 @@ func (d *Disk) reclaim() error {
 // deletions reach the tree's levels, where compactions drop what they
 // shadow. Writes go on meanwhile; only a DropPrefix in progress refuses it.
 func (d *Disk) flush() error {
-	err := d.db.FlushMemtable()
-	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
-		time.Sleep(delay)
-		err = d.db.FlushMemtable()
-	}
-	return err
+	return whileBlocked(5*time.Millisecond, 200*time.Millisecond, d.db.FlushMemtable)
 }
 
 // ValueLogFiles reports, since the node started, the value-log files its
@@ -458,11 +455,12 @@ func (d *Disk) dropUnreferenced() (int, int64, error) {
 		paused += p
 	}
 	start := time.Now()
-	files, n, err := d.db.DropUnreferencedValueLogs(between)
-	for delay := 5 * time.Millisecond; errors.Is(err, badger.ErrBlockedWrites); delay = min(2*delay, 200*time.Millisecond) {
-		time.Sleep(delay)
+	var files int
+	var n int64
+	err := whileBlocked(5*time.Millisecond, 200*time.Millisecond, func() (err error) {
 		files, n, err = d.db.DropUnreferencedValueLogs(between)
-	}
+		return err
+	})
 	d.log.Debug("unreferenced value-log files deleted", "files", files, "mb", n>>20, "took", time.Since(start).Round(time.Millisecond),
 		"unlinking", unlinking.Round(time.Millisecond), "paused", paused.Round(time.Millisecond))
 	return files, n, err
