@@ -84,6 +84,10 @@ type DB struct {
 
 	lock sync.RWMutex // Guards list of inmemory tables, not individual reads and writes.
 
+	// settee patch: held shared by a request's send, exclusively by
+	// blockWrite (setteeSend)
+	setteeSendMu sync.RWMutex
+
 	dirLockGuard *directoryLockGuard
 	// nil if Dir and ValueDir are the same
 	valueDirGuard *directoryLockGuard
@@ -939,8 +943,12 @@ func (db *DB) sendToWriteCh(entries []*Entry) (*request, error) {
 	req.reset()
 	req.Entries = entries
 	req.Wg.Add(1)
-	req.IncrRef()     // for db write
-	db.writeCh <- req // Handled in doWrites.
+	req.IncrRef() // for db write
+	// settee patch: checked and sent under setteeSendMu (setteeSend)
+	if err := db.setteeSend(req); err != nil {
+		req.DecrRef()
+		return nil, err
+	}
 	y.NumPutsAdd(db.opt.MetricsEnabled, int64(len(entries)))
 
 	return req, nil
@@ -1723,7 +1731,11 @@ func (db *DB) Flatten(workers int) error {
 
 func (db *DB) blockWrite() error {
 	// Stop accepting new writes.
-	if !db.blockWrites.CompareAndSwap(0, 1) {
+	// settee patch: no send may sit between its check and writeCh (setteeSend)
+	db.setteeSendMu.Lock()
+	blocked := db.blockWrites.CompareAndSwap(0, 1)
+	db.setteeSendMu.Unlock()
+	if !blocked {
 		return ErrBlockedWrites
 	}
 

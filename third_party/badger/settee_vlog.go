@@ -162,15 +162,15 @@ func (db *DB) FlushMemtable() error {
 	if db.opt.InMemory || db.opt.ReadOnly {
 		return nil
 	}
-	if db.blockWrites.Load() == 1 {
-		return ErrBlockedWrites
-	}
 	req := requestPool.Get().(*request)
 	req.reset()
 	req.setteeFlush = true
 	req.Wg.Add(1)
 	req.IncrRef()
-	db.writeCh <- req
+	if err := db.setteeSend(req); err != nil {
+		req.DecrRef()
+		return err
+	}
 	req.Wg.Wait()
 	mt, err := req.setteeFlushed, req.Err
 	req.DecrRef()
@@ -195,6 +195,25 @@ func (db *DB) FlushMemtable() error {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// setteeSend hands req to the write goroutine unless writes are blocked.
+// Upstream checks blockWrites, then sends: a request sent between a
+// DropPrefix's blockWrite (which stops the write goroutine and drains
+// writeCh) and its end waits for a write goroutine that starts only once
+// the DropPrefix returns, while the DropPrefix waits (filterPrefixesToDrop's
+// read) for that request's commit timestamp: both hang for good. It
+// happened to TestCreateWhileWritesAreBlocked (node), creating databases
+// while DropPrefix runs in a loop. The check and the send are one step
+// here: blockWrite takes setteeSendMu exclusively to set blockWrites.
+func (db *DB) setteeSend(req *request) error {
+	db.setteeSendMu.RLock()
+	defer db.setteeSendMu.RUnlock()
+	if db.blockWrites.Load() == 1 {
+		return ErrBlockedWrites
+	}
+	db.writeCh <- req // handled in doWrites
+	return nil
 }
 
 // setteeRotateMemtable is ensureRoomForWrite for a memtable that is not
