@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -38,6 +39,8 @@ func openBadger(dir string, memoryMB, vlogMB int, log *slog.Logger) (*badger.DB,
 		WithBlockCacheSize(budget / 4).
 		WithIndexCacheSize(budget / 8).
 		WithNumCompactors(2).
+		WithBackgroundCPU(max(runtime.GOMAXPROCS(0)-1, 1)).
+		WithBackgroundNice(10).
 		WithValueLogFileSize(int64(vlogMB) << 20).
 		WithLogger(badgerLogger{log})
 	db, err := badger.Open(opts)

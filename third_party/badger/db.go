@@ -87,6 +87,8 @@ type DB struct {
 	// settee patch: held shared by a request's send, exclusively by
 	// blockWrite (setteeSend)
 	setteeSendMu sync.RWMutex
+	// settee patch: bounds the goroutines flushing and compacting (y.Gate)
+	setteeGate *y.Gate
 
 	dirLockGuard *directoryLockGuard
 	// nil if Dir and ValueDir are the same
@@ -265,6 +267,7 @@ func Open(opt Options) (*DB, error) {
 		allocPool:        z.NewAllocatorPool(8),
 		bannedNamespaces: &lockedKeys{keys: make(map[uint64]struct{})},
 		threshold:        initVlogThreshold(&opt),
+		setteeGate:       y.NewGate(opt.setteeBackgroundCPU), // settee patch
 	}
 
 	db.flushCond = sync.NewCond(&db.lock)
@@ -1112,7 +1115,14 @@ func buildL0Table(iter y.Iterator, dropPrefixes [][]byte, bopts table.Options) *
 	defer iter.Close()
 
 	b := table.NewTableBuilder(bopts)
+	// settee patch: as a compaction's merge (levels.go, addKeys)
+	bopts.Gate.Enter()
+	defer bopts.Gate.Leave()
+	n := 0
 	for iter.Rewind(); iter.Valid(); iter.Next() {
+		if n++; n%setteeYieldKeys == 0 {
+			bopts.Gate.Yield()
+		}
 		if len(dropPrefixes) > 0 && hasAnyPrefixes(iter.Key(), dropPrefixes) {
 			continue
 		}
@@ -1164,6 +1174,7 @@ func (db *DB) handleMemTableFlush(mt *memTable, dropPrefixes [][]byte) error {
 // are errors during handling the memtable flush, we'll retry indefinitely.
 func (db *DB) flushMemtable(lc *z.Closer) {
 	defer lc.Done()
+	setteeLowPriority(db.opt) // settee patch
 
 	for mt := range db.flushChan {
 		if mt == nil {

@@ -743,7 +743,14 @@ func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
 		var numKeys, numSkips uint64
 		var rangeCheck int
 		var tableKr keyRange
-		for ; it.Valid(); it.Next() {
+		// settee patch: the merge holds a gate slot, and offers it to the
+		// other builders every setteeYieldKeys keys (y.Gate)
+		builder.SetteeGate().Enter()
+		defer builder.SetteeGate().Leave()
+		for n := 1; it.Valid(); it.Next() {
+			if n++; n%setteeYieldKeys == 0 {
+				builder.SetteeGate().Yield()
+			}
 			// See if we need to skip the prefix.
 			if len(cd.dropPrefixes) > 0 && hasAnyPrefixes(it.Key(), cd.dropPrefixes) {
 				numSkips++
@@ -893,6 +900,7 @@ func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
 			break
 		}
 		go func(builder *table.Builder, fileID uint64) {
+			setteeLowPriority(s.kv.opt) // settee patch
 			var err error
 			defer inflightBuilders.Done(err)
 			defer builder.Close()
@@ -969,6 +977,7 @@ func (s *levelsController) compactBuildTables(
 			return nil, nil, err
 		}
 		go func(kr keyRange) {
+			setteeLowPriority(s.kv.opt) // settee patch
 			defer inflightBuilders.Done(nil)
 			it := table.NewMergeIterator(newIterator(), false)
 			defer it.Close()

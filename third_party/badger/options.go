@@ -81,6 +81,10 @@ type Options struct {
 	// When set, checksum will be validated for each entry read from the value log file.
 	VerifyValueChecksum bool
 
+	// settee patch: see WithBackgroundCPU, WithBackgroundNice
+	setteeBackgroundCPU  int
+	setteeBackgroundNice int
+
 	// Encryption related options.
 	EncryptionKey                 []byte        // encryption key
 	EncryptionKeyRotationDuration time.Duration // key rotation duration
@@ -194,6 +198,7 @@ func buildTableOptions(db *DB) table.Options {
 		IndexCache:           db.indexCache,
 		AllocPool:            db.allocPool,
 		DataKey:              dk,
+		Gate:                 db.setteeGate, // settee patch
 	}
 }
 

@@ -134,6 +134,12 @@ func NewTableBuilder(opts Options) *Builder {
 	if b.opts.Compression == options.None && b.opts.DataKey == nil {
 		return b
 	}
+	// settee patch: a gated builder compresses in finishBlock, on the
+	// goroutine that holds the gate slot (block goroutines of their own
+	// would make the gate pointless, or deadlock on it).
+	if b.opts.Gate != nil {
+		return b
+	}
 
 	count := 2 * runtime.NumCPU()
 	b.blockChan = make(chan *bblock, count*2)
@@ -158,32 +164,8 @@ func maxEncodedLen(ctype options.CompressionType, sz int) int {
 func (b *Builder) handleBlock() {
 	defer b.wg.Done()
 
-	doCompress := b.opts.Compression != options.None
 	for item := range b.blockChan {
-		// Extract the block.
-		blockBuf := item.data[:item.end]
-		// Compress the block.
-		if doCompress {
-			out, err := b.compressData(blockBuf)
-			y.Check(err)
-			blockBuf = out
-		}
-		if b.shouldEncrypt() {
-			out, err := b.encrypt(blockBuf)
-			y.Check(y.Wrapf(err, "Error while encrypting block in table builder."))
-			blockBuf = out
-		}
-
-		// BlockBuf should always less than or equal to allocated space. If the blockBuf is greater
-		// than allocated space that means the data from this block cannot be stored in its
-		// existing location.
-		allocatedSpace := maxEncodedLen(b.opts.Compression, (item.end)) + padding + 1
-		y.AssertTrue(len(blockBuf) <= allocatedSpace)
-
-		// blockBuf was allocated on allocator. So, we don't need to copy it over.
-		item.data = blockBuf
-		item.end = len(blockBuf)
-		b.compressedSize.Add(uint32(len(blockBuf)))
+		b.setteeSealBlock(item) // settee patch: the loop's body, shared with gated builders
 	}
 }
 
@@ -288,6 +270,8 @@ func (b *Builder) finishBlock() {
 	// If compression/encryption is enabled, we need to send the block to the blockChan.
 	if b.blockChan != nil {
 		b.blockChan <- b.curBlock
+	} else if b.opts.Gate != nil && (b.opts.Compression != options.None || b.opts.DataKey != nil) {
+		b.setteeSealBlock(b.curBlock) // settee patch
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -73,6 +72,10 @@ type Options struct {
 
 	// ZSTDCompressionLevel is the ZSTD compression level used for compressing blocks.
 	ZSTDCompressionLevel int
+
+	// settee patch: Gate bounds the goroutines building tables at once;
+	// with it, a builder compresses its blocks itself (see y.Gate).
+	Gate *y.Gate
 }
 
 // TableInterface is useful for testing.
@@ -243,20 +246,14 @@ func (b *Block) verifyCheckSum() error {
 }
 
 func CreateTable(fname string, builder *Builder) (*Table, error) {
+	// settee patch: the index is CPU work too (y.Gate); the file is
+	// written with write(2), not through a mapping (setteeWriteTable).
+	builder.opts.Gate.Enter()
 	bd := builder.Done()
-	mf, err := z.OpenMmapFile(fname, os.O_CREATE|os.O_RDWR|os.O_EXCL, bd.Size)
-	if err == z.NewFile {
-		// Expected.
-	} else if err != nil {
-		return nil, y.Wrapf(err, "while creating table: %s", fname)
-	} else {
-		return nil, fmt.Errorf("file already exists: %s", fname)
-	}
-
-	written := bd.Copy(mf.Data)
-	y.AssertTrue(written == len(mf.Data))
-	if err := z.Msync(mf.Data); err != nil {
-		return nil, y.Wrapf(err, "while calling msync on %s", fname)
+	builder.opts.Gate.Leave()
+	mf, err := setteeWriteTable(fname, bd)
+	if err != nil {
+		return nil, err
 	}
 	return OpenTable(mf, *builder.opts)
 }
