@@ -161,6 +161,14 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 		defer func() { _ = wr.cleanUp(ctx) }()
 	}
 
+	// auto-compaction would compact the database while it loads, and the
+	// workload's _compact would then find that one running
+	restore, err := pauseSmoosh(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+
 	start := time.Now()
 	if err := r.loadEdits(ctx); err != nil {
 		return res, err
@@ -199,6 +207,12 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	}
 	if code != http.StatusAccepted {
 		return res, statusError(http.MethodPost, r.dbPath+"/_compact", code, buf.Bytes())
+	}
+	var started struct {
+		AlreadyRunning bool `json:"already_running"`
+	}
+	if json.Unmarshal(buf.Bytes(), &started) == nil && started.AlreadyRunning {
+		return res, fmt.Errorf("POST %s/_compact: a compaction of the database was already running, which this run would measure", r.dbPath)
 	}
 	r.prog.printf("  compacting %s\n", res.DB)
 	var running atomic.Bool
@@ -463,4 +477,29 @@ func dirBytes(dir string) int64 {
 		return -1
 	}
 	return n
+}
+
+// pauseSmoosh turns the node's auto-compaction off for the workload and
+// returns what turns it back on (if it was on).
+func pauseSmoosh(ctx context.Context, c *client) (func(), error) {
+	const path = "/_node/_local/_config/smoosh/enabled"
+	var buf bytes.Buffer
+	code, err := c.roundTrip(ctx, http.MethodPut, path, "", []byte(`"false"`), &buf)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, statusError(http.MethodPut, path, code, buf.Bytes())
+	}
+	var old string
+	if json.Unmarshal(buf.Bytes(), &old) != nil || old == "false" {
+		return func() {}, nil
+	}
+	return func() {
+		// the workload's context may be done: restore regardless
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		val, _ := json.Marshal(old)
+		_, _ = c.roundTrip(ctx, http.MethodPut, path, "", val, &bytes.Buffer{})
+	}, nil
 }

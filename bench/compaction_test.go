@@ -69,6 +69,13 @@ func TestRunCompaction(t *testing.T) {
 					t.Errorf("database %s left behind", db)
 				}
 			}
+			// auto-compaction, off while the workload ran, is on again
+			cresp := s.Do(t, "GET", "/_node/_local/_config/smoosh/enabled", nil)
+			defer cresp.Body.Close()
+			var enabled string
+			if err := json.NewDecoder(cresp.Body).Decode(&enabled); err != nil || enabled != "true" {
+				t.Errorf("smoosh enabled after the workload: %q (%v), want \"true\"", enabled, err)
+			}
 		})
 	}
 }

@@ -418,11 +418,13 @@ func (d *Disk) reclaim() error {
 		}
 		return err
 	}
+	discardTs, lastTs := d.db.Watermarks()
 	d.log.Info("storage reclaimed", "vlog_files_dropped", dropped, "vlog_dropped_mb", droppedBytes>>20,
 		"vlog_files_rewritten", files, "took", time.Since(start).Round(time.Millisecond),
 		"flush", flushed.Sub(start).Round(time.Millisecond), "flatten", flattened.Sub(flushed).Round(time.Millisecond),
 		"drop", droppedAt.Sub(flattened).Round(time.Millisecond),
-		"vlog_gc", time.Since(droppedAt).Round(time.Millisecond), "vlog_warmed_mb", warmed>>20, "vlog_predicted", hits)
+		"vlog_gc", time.Since(droppedAt).Round(time.Millisecond), "vlog_warmed_mb", warmed>>20, "vlog_predicted", hits,
+		"discard_ts", discardTs, "last_ts", lastTs)
 	return nil
 }
 

@@ -290,3 +290,15 @@ func (vlog *valueLog) setteeDeleteLogFile(lf *logFile) error {
 	}
 	return os.Remove(lf.Fd.Name())
 }
+
+// Watermarks reports the timestamp at or below which compactions may drop
+// overwritten versions (every read transaction that began before it is
+// done) and the last commit timestamp. A discard watermark far behind the
+// last commit means a read transaction is still open (or was never
+// discarded), and compactions keep every version it can see.
+func (db *DB) Watermarks() (discardAtOrBelow, lastCommit uint64) {
+	db.orc.Lock()
+	next := db.orc.nextTxnTs
+	db.orc.Unlock()
+	return db.orc.discardAtOrBelow(), next - 1
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func setteeOpen(t *testing.T, dir string) *DB {
@@ -267,5 +268,39 @@ func TestShortenedValueLogAfterCrash(t *testing.T) {
 		})
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A read transaction left open holds the discard watermark below its read
+// timestamp; once it is discarded, the watermark passes it.
+func TestWatermarks(t *testing.T) {
+	db := setteeOpen(t, t.TempDir())
+	defer func() { _ = db.Close() }()
+	set := func(k string) {
+		if err := db.Update(func(txn *Txn) error { return txn.Set([]byte(k), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("a")
+	_, readTs := db.Watermarks() // what the next read transaction reads at
+	open := db.NewTransaction(false)
+	for _, k := range []string{"b", "c", "d"} {
+		set(k)
+	}
+	time.Sleep(50 * time.Millisecond) // badger processes marks in a goroutine
+	if d, last := db.Watermarks(); d >= readTs || last < readTs+3 {
+		t.Fatalf("with a read at %d open: discard %d, last commit %d", readTs, d, last)
+	}
+	open.Discard()
+	set("e")
+	for i := 0; ; i++ {
+		if d, _ := db.Watermarks(); d > readTs {
+			break
+		}
+		if i == 200 {
+			d, last := db.Watermarks()
+			t.Fatalf("read at %d discarded: discard %d, last commit %d", readTs, d, last)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
