@@ -196,8 +196,6 @@ func TestClusterHungNodeSeenDownEndsTheWait(t *testing.T) {
 	}
 }
 
-// startHangPair starts two node processes (q=1 n=2 database "hang" with
-// doc "a") with the given request timeout.
 // freeze stops s with SIGSTOP and waits until the kernel reports every
 // thread of it stopped: kill returns once the signal is queued, and on a
 // loaded machine (CI) the node went on to answer the next request (a 201
@@ -233,6 +231,8 @@ func freeze(t *testing.T, s *server) {
 	})
 }
 
+// startHangPair starts two node processes (q=1 n=2 database "hang" with
+// doc "a") with the given request timeout.
 func startHangPair(t *testing.T, timeout time.Duration) ([]*server, *client) {
 	t.Helper()
 	nodes := make([]*server, 2)

@@ -747,7 +747,7 @@ func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
 		// other builders every setteeYieldKeys keys (y.Gate)
 		builder.SetteeGate().Enter()
 		defer builder.SetteeGate().Leave()
-		for n := 1; it.Valid(); it.Next() {
+		for n := 0; it.Valid(); it.Next() {
 			if n++; n%setteeYieldKeys == 0 {
 				builder.SetteeGate().Yield()
 			}
