@@ -9,7 +9,7 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // ChangesQuery selects a _changes read.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // Coordinator runs requests against a node's view of the cluster.

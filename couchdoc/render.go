@@ -9,7 +9,7 @@ import (
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // Options are the read options that change how a doc is rendered.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // handleAtt serves /db/doc/att: GET/HEAD the data, PUT new data (a new

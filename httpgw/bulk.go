@@ -8,7 +8,7 @@ import (
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // handleBulkDocs writes a batch. Docs are tagged 0..n-1 (ids may repeat)

@@ -14,7 +14,7 @@ import (
 	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // DefaultChangesTimeout ends an idle longpoll or continuous feed (CouchDB's

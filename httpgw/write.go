@@ -7,7 +7,7 @@ import (
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // checkDocID applies CouchDB's doc id rules.

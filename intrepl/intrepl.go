@@ -12,7 +12,7 @@ import (
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // passTimeout bounds one pair's pass.

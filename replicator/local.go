@@ -12,7 +12,7 @@ import (
 	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // CreateFunc creates a database of this node (node.CreateDB); an existing

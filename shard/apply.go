@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // group is the set of updates one commit takes.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // compact runs one compaction of the fixture's shard to its end.

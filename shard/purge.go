@@ -6,7 +6,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // DefaultPurgedInfosLimit is CouchDB's default purged_infos_limit.

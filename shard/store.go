@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard/revtree"
+	"github.com/settee/settee/revtree"
 )
 
 // DefaultRevsLimit is CouchDB's default _revs_limit.
