@@ -19,7 +19,7 @@ import (
 
 	"github.com/settee/settee/internal/testserver"
 	"github.com/settee/settee/node"
-	"github.com/settee/settee/shard"
+	"github.com/settee/settee/storage"
 )
 
 // smallVlog makes badger's value-log files 1 MB, so that a test-sized
@@ -94,14 +94,14 @@ func TestCompactShrinksEditedDatabase(t *testing.T) {
 	s := testserver.Start(t, smallVlog)
 	mustCall(t, s, 201, "PUT", "/ed", nil, nil)
 	latest, first := editMany(t, s, "ed", 100, 40, 4000)
-	before := shard.AllocatedBytes(s.DataDir)
+	before := storage.AllocatedBytes(s.DataDir)
 	infoBefore := dbInfo(t, s, "ed")
 	if infoBefore.Sizes.File <= infoBefore.Sizes.Active {
 		t.Errorf("before compaction: sizes.file %d <= sizes.active %d", infoBefore.Sizes.File, infoBefore.Sizes.Active)
 	}
 
 	compactAndWait(t, s, "ed")
-	after := shard.AllocatedBytes(s.DataDir)
+	after := storage.AllocatedBytes(s.DataDir)
 	infoAfter := dbInfo(t, s, "ed")
 	t.Logf("data dir %d -> %d bytes; sizes before %+v after %+v", before, after, infoBefore.Sizes, infoAfter.Sizes)
 	// the space came back by deleting value-log files nothing pointed

@@ -135,7 +135,7 @@ var (
 )
 
 // Reclaimer reports what the node's space reclamations did to the value
-// log (an Allocator may implement it; shard.Disk does).
+// log (an Allocator may implement it; storage.Disk does).
 type Reclaimer interface {
 	ValueLogFiles() (dropped, droppedBytes, rewritten int64)
 }

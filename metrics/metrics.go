@@ -23,7 +23,7 @@ type Sizer interface {
 }
 
 // Allocator reports the bytes the data directory holds on disk;
-// shard.Disk satisfies it.
+// storage.Disk satisfies it.
 type Allocator interface {
 	Allocated() int64
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/httpgw"
-	"github.com/settee/settee/shard"
+	"github.com/settee/settee/storage"
 )
 
 func loadOrCreate(db *badger.DB, key []byte, mk func() ([]byte, error)) ([]byte, error) {
@@ -95,5 +95,5 @@ func (n *Node) put(key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return shard.Update(n.db, func(txn *badger.Txn) error { return txn.Set(key, b) })
+	return storage.Update(n.db, func(txn *badger.Txn) error { return txn.Set(key, b) })
 }

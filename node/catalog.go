@@ -17,6 +17,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/shard"
+	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
 )
 
@@ -50,7 +51,7 @@ type catalog struct {
 	log  *slog.Logger
 	// disk, tasks and obs are handed to every shard (compaction,
 	// sizes.file, metrics)
-	disk  *shard.Disk
+	disk  *storage.Disk
 	tasks *tasks.Registry
 	obs   shard.Observer
 	reads *shard.ReadPool
@@ -67,7 +68,7 @@ type catalog struct {
 	createMu sync.Mutex
 }
 
-func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *shard.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool) (*catalog, error) {
+func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *storage.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool) (*catalog, error) {
 	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg, obs: obs, reads: reads,
 		dbs: map[string]*pb.DbRecord{}, pids: map[uint32]*actor.PID{}}
 	var dropping []uint32
@@ -326,7 +327,7 @@ func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 	}
 	var drop []uint32
 	var fresh []*pb.ShardRef
-	err := shard.Update(c.db, func(txn *badger.Txn) error {
+	err := storage.Update(c.db, func(txn *badger.Txn) error {
 		// Update runs this again when badger blocked writes (a reclaim's
 		// DropPrefix): start over, or each copy is listed (and spawned) twice
 		drop, fresh = drop[:0], fresh[:0]
@@ -426,10 +427,10 @@ func (c *catalog) switchTo(rec *pb.DbRecord, drop []uint32, fresh []*pb.ShardRef
 }
 
 func (c *catalog) dropHandle(h uint32) error {
-	if err := shard.DropPrefix(c.db, shard.Prefix(h)); err != nil {
+	if err := storage.DropPrefix(c.db, shard.Prefix(h)); err != nil {
 		return fmt.Errorf("node: drop shard %d: %w", h, err)
 	}
-	if err := shard.Update(c.db, func(txn *badger.Txn) error { return txn.Delete(keyDropping(h)) }); err != nil {
+	if err := storage.Update(c.db, func(txn *badger.Txn) error { return txn.Delete(keyDropping(h)) }); err != nil {
 		return fmt.Errorf("node: drop shard %d: %w", h, err)
 	}
 	return nil

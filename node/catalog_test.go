@@ -10,8 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/dgraph-io/badger/v4"
-
-	"github.com/settee/settee/shard"
+	"github.com/settee/settee/storage"
 )
 
 // Creating databases while badger blocks writes now and then (a reclaim's
@@ -37,7 +36,7 @@ func TestCreateWhileWritesAreBlocked(t *testing.T) {
 	go func() {
 		defer close(done)
 		for !stop.Load() {
-			_ = shard.DropPrefix(db, []byte("no-such-prefix"))
+			_ = storage.DropPrefix(db, []byte("no-such-prefix"))
 			time.Sleep(200 * time.Microsecond) // let writes through now and then
 		}
 	}()

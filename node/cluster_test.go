@@ -13,13 +13,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/settee/settee/internal/testport"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/settee/settee/internal/testport"
 
 	"github.com/settee/settee/internal/testcluster"
 	"github.com/settee/settee/internal/testserver"

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard"
+	"github.com/settee/settee/storage"
 )
 
 // membershipName is the registered name of every node's membership actor.
@@ -153,7 +153,7 @@ func (m *membership) store(mem *pb.Member) error {
 	if err != nil {
 		return err
 	}
-	if err := shard.Update(m.db, func(txn *badger.Txn) error { return txn.Set(keyMember(mem.Name), b) }); err != nil {
+	if err := storage.Update(m.db, func(txn *badger.Txn) error { return txn.Set(keyMember(mem.Name), b) }); err != nil {
 		return err
 	}
 	m.members[mem.Name] = mem

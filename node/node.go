@@ -23,6 +23,7 @@ import (
 	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
+	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
 )
 
@@ -36,8 +37,8 @@ var GitSHA = ""
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
-	db    *badger.DB
-	trim  *fileTrimmer // keeps the value log out of RSS (memtrim_linux.go)
+	store *storage.Store
+	db    *badger.DB // store.DB
 	reads *shard.ReadPool
 	sys   *actor.ActorSystem
 	cat   *catalog
@@ -48,7 +49,7 @@ type Node struct {
 	cl    *cluster // nil on a single node
 	tasks *tasks.Registry
 	rep   *replicator.Scheduler
-	disk  *shard.Disk
+	disk  *storage.Disk // store.Disk
 	// smoosh compacts databases by itself (smoosh.go)
 	smoosh *smoosh.Daemon
 	// metrics is the node's Prometheus registry (/_node/_local/_prometheus)
@@ -74,11 +75,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: log, served: make(chan error, 1)}
 	var err error
-	if n.db, err = openBadger(cfg.DataDir, cfg.MemoryMB, cfg.ValueLogFileMB, log); err != nil {
-		return nil, err
+	if n.store, err = storage.Open(storage.Options{DataDir: cfg.DataDir, MemoryMB: cfg.MemoryMB,
+		ValueLogFileMB: cfg.ValueLogFileMB, Logger: log}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.trim = startFileTrimmer(absDir(badgerDir(cfg.DataDir)), fileRSSAllowMB(cfg.MemoryMB), time.Second/2, log)
-	n.disk = newDisk(n.db, cfg.DataDir, n.trim, log)
+	n.db, n.disk = n.store.DB, n.store.Disk
 	n.tasks = tasks.New(cfg.Name)
 	n.metrics = metrics.New(metrics.Config{Tasks: n.tasks, Storage: n.db, Disk: n.disk})
 	fail := func(err error) (*Node, error) {
@@ -91,11 +92,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		if n.sys != nil {
 			n.sys.Shutdown()
 		}
-		n.trim.Close()
 		if n.reads != nil {
 			n.reads.Close()
 		}
-		_ = n.db.Close()
+		_ = n.store.Close()
 		return nil, err
 	}
 	// a member of a cluster started without its transport would serve its
@@ -209,10 +209,8 @@ func (n *Node) Close(ctx context.Context) error {
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		n.reads.Close()
-		n.disk.Close()
-		n.trim.Close()
-		if err := n.db.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("node: close badger: %w", err))
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: %w", err))
 		}
 		n.closeErr = errors.Join(errs...)
 		n.log.Info("settee stopped")

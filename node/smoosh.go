@@ -7,8 +7,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/httpgw"
-	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
+	"github.com/settee/settee/storage"
 )
 
 // Settings are stored under node keys <0000>'C'<section>/<key>.
@@ -38,7 +38,7 @@ func (n *Node) startSmoosh() error {
 		return err
 	}
 	save := func(key, value string) error {
-		return shard.Update(n.db, func(txn *badger.Txn) error { return txn.Set(keyConfig(smoosh.Section, key), []byte(value)) })
+		return storage.Update(n.db, func(txn *badger.Txn) error { return txn.Set(keyConfig(smoosh.Section, key), []byte(value)) })
 	}
 	n.smoosh = smoosh.New(smooshTarget{n}, stored, save, n.log)
 	n.smoosh.Start()

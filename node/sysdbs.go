@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
-	"github.com/settee/settee/shard"
+	"github.com/settee/settee/storage"
 )
 
 // The system databases _users and _replicator are clustered like any other,
@@ -178,7 +178,7 @@ func (c *catalog) replace(cur, rec *pb.DbRecord) (bool, error) {
 			drop = append(drop, h)
 		}
 	}
-	err := shard.Update(c.db, func(txn *badger.Txn) error { return writeRecord(txn, rec, fresh, drop, DefaultSecurity) })
+	err := storage.Update(c.db, func(txn *badger.Txn) error { return writeRecord(txn, rec, fresh, drop, DefaultSecurity) })
 	if err != nil {
 		return false, fmt.Errorf("node: place %s: %w", rec.Name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
 )
 
@@ -23,7 +24,7 @@ type Config struct {
 	// Disk is the node's disk accounting and space reclamation (nil:
 	// sizes.file is the shard's own estimate and compaction reclaims
 	// nothing in badger).
-	Disk *Disk
+	Disk *storage.Disk
 	// Tasks receives a database_compaction task while the shard compacts.
 	Tasks *tasks.Registry
 	// Observer hears of commits and reads (the node's metrics); nil: none.
@@ -140,7 +141,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			stats = &pb.ShardStats{}
 		}
 		a.stats = stats
-		a.cfg.Disk.add(stats.FileSize)
+		a.cfg.Disk.Add(stats.FileSize)
 		ctx.SetReceiveTimeout(5 * time.Second)
 		if a.reader == nil {
 			sys := ctx.ActorSystem()
@@ -152,7 +153,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopped:
 		if a.stats != nil {
-			a.cfg.Disk.add(-a.stats.FileSize)
+			a.cfg.Disk.Add(-a.stats.FileSize)
 			a.stats = &pb.ShardStats{}
 		}
 	case *actor.ReceiveTimeout:
@@ -292,10 +293,10 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 	items := a.pending
 	if len(items) > 0 {
 		a.lastWrite = time.Now()
-		a.cfg.Disk.wrote(a.lastWrite)
+		a.cfg.Disk.Wrote(a.lastWrite)
 	}
 	if a.compactQ != nil {
-		idle := min(time.Since(a.lastWrite), a.cfg.Disk.sinceWrite())
+		idle := min(time.Since(a.lastWrite), a.cfg.Disk.SinceWrite())
 		waited := time.Since(a.compactSince)
 		switch {
 		case len(items) > 0 || idle >= compactIdle || waited >= compactMaxWait:
@@ -383,7 +384,7 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 	} else {
 		a.committed(d)
 		a.meta = d.res.meta
-		a.cfg.Disk.committed(d.res.stats.FileSize - a.stats.FileSize)
+		a.cfg.Disk.Committed(d.res.stats.FileSize - a.stats.FileSize)
 		a.stats = d.res.stats
 		if a.compacting {
 			for _, dg := range d.res.digests {

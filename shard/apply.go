@@ -10,6 +10,7 @@ import (
 
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
+	"github.com/settee/settee/storage"
 )
 
 // group is the set of updates one commit takes.
@@ -473,7 +474,7 @@ func (s *store) putLocal(m *pb.PutLocal) *pb.LocalReply {
 		}
 		n = uint64(pos)
 	}
-	err := Update(s.db, func(txn *badger.Txn) error {
+	err := storage.Update(s.db, func(txn *badger.Txn) error {
 		if m.Deleted {
 			return txn.Delete(s.k.local(m.Id))
 		}

@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
+	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
 )
 
@@ -70,7 +71,7 @@ const (
 	compactIdleScale   = 8
 )
 
-// compactNice is the nice value of a compactor's walk (lowPriority): the
+// compactNice is the nice value of a compactor's walk (storage.LowPriority): the
 // CPU it spends reading and computing pages goes to request handling first.
 const compactNice = 10
 
@@ -172,7 +173,7 @@ type compactor struct {
 	name      string
 	revsLimit int
 	tasks     *tasks.Registry
-	disk      *Disk
+	disk      *storage.Disk
 	log       *slog.Logger
 }
 
@@ -185,14 +186,14 @@ func (c *compactor) run() error {
 		})
 		defer task.Done()
 	}
-	// The walk runs at low priority (lowPriority), the reclaim does not:
+	// The walk runs at low priority (storage.LowPriority), the reclaim does not:
 	// badger's value-log GC holds locks that writes need (and unmaps
 	// files, which stops the process's page faults), and a thread that
 	// the scheduler keeps waiting while it holds them makes writes wait.
 	var ticket uint64
 	walked := make(chan error, 1)
 	go func() {
-		lowPriority() // for good: this goroutine ends here
+		storage.LowPriority(compactNice) // for good: this goroutine ends here
 		var err error
 		ticket, err = c.walk(task)
 		walked <- err
@@ -204,7 +205,7 @@ func (c *compactor) run() error {
 		task.Update(map[string]any{"progress": 100, "phase": "reclaim"})
 	}
 	if c.disk != nil {
-		if err := c.disk.reclaimAfter(ticket); err != nil {
+		if err := c.disk.ReclaimAfter(ticket); err != nil {
 			return fmt.Errorf("reclaim: %w", err)
 		}
 	}
@@ -217,18 +218,18 @@ func (c *compactor) run() error {
 func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 	// one shard of the node copies at a time: their batches would share
 	// badger's one write queue and double what a user write waits for
-	if !c.disk.acquireCopy() {
-		return 0, ErrClosed
+	if !c.disk.AcquireCopy() {
+		return 0, storage.ErrClosed
 	}
-	defer c.disk.releaseCopy()
+	defer c.disk.ReleaseCopy()
 	start := time.Now()
-	if !c.disk.acquire() {
-		return 0, ErrClosed
+	if !c.disk.Acquire() {
+		return 0, storage.ErrClosed
 	}
 	total := c.st.countChanges(0).N
 	candidates, err := c.st.attDigests()
 	end := c.st.lastSeq()
-	c.disk.release()
+	c.disk.Release()
 	if err != nil {
 		return 0, err
 	}
@@ -277,11 +278,11 @@ func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 		if err := wait(); err != nil {
 			return 0, err
 		}
-		if !c.disk.acquire() {
-			return 0, ErrClosed
+		if !c.disk.Acquire() {
+			return 0, storage.ErrClosed
 		}
 		e := c.st.lastSeq()
-		c.disk.release()
+		c.disk.Release()
 		if e > end {
 			end = e
 			continue
@@ -299,7 +300,7 @@ func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 	}
 	var ticket uint64
 	if c.disk != nil {
-		ticket = c.disk.reclaimTicket()
+		ticket = c.disk.ReclaimTicket()
 	}
 	c.log.Info("shard compacted", "shard", c.name, "docs", done, "took", time.Since(start).Round(time.Millisecond))
 	return ticket, nil
@@ -326,15 +327,15 @@ func batchResult(f *actor.Future) error {
 // compaction. It returns the ops, the last seq read and how many entries it
 // read.
 func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) ([]compactOp, uint64, int, error) {
-	if !c.disk.acquire() {
-		return nil, last, 0, ErrClosed
+	if !c.disk.Acquire() {
+		return nil, last, 0, storage.ErrClosed
 	}
-	defer c.disk.release()
+	defer c.disk.Release()
 	var ops []compactOp
 	n, size, entries := 0, 0, 0
 	next := last
 	maxEntries, maxBytes := compactPageEntries, compactPageBytes
-	if c.disk != nil && c.disk.sinceWrite() >= compactIdle {
+	if c.disk != nil && c.disk.SinceWrite() >= compactIdle {
 		maxEntries, maxBytes = compactIdleScale*maxEntries, compactIdleScale*maxBytes
 	}
 	err := c.st.db.View(func(txn *badger.Txn) error {
@@ -561,7 +562,7 @@ func (a *Actor) diskInfo(ctx actor.Context) {
 	a.async(ctx, func() proto.Message {
 		reply.FileSize = est
 		if disk != nil {
-			reply.FileSize = disk.share(est)
+			reply.FileSize = disk.Share(est)
 		}
 		return reply
 	})

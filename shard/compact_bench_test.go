@@ -15,6 +15,7 @@ import (
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/storage"
 )
 
 // openNodeDB opens badger in dir with the node's options (node/storage.go
@@ -38,7 +39,7 @@ type compactBench struct {
 	tb   testing.TB
 	dir  string
 	db   *badger.DB
-	disk *Disk
+	disk *storage.Disk
 	sys  *actor.ActorSystem
 	pid  *actor.PID
 }
@@ -46,7 +47,7 @@ type compactBench struct {
 func newCompactBench(tb testing.TB) *compactBench {
 	dir := tb.TempDir()
 	db := openNodeDB(tb, dir)
-	disk := NewDisk(db, dir, nil)
+	disk := storage.NewDisk(db, dir, nil)
 	sys := quietSystem()
 	cfg := Config{DB: db, Handle: 3, Name: "bench", Disk: disk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cb := &compactBench{tb: tb, dir: dir, db: db, disk: disk, sys: sys, pid: sys.Root.Spawn(Props(cfg))}
@@ -149,14 +150,14 @@ func BenchmarkCompact(b *testing.B) {
 				b.StopTimer()
 				cb := newCompactBench(b)
 				cb.load(c.docs, c.edits, c.bodySize)
-				before := AllocatedBytes(cb.dir)
+				before := storage.AllocatedBytes(cb.dir)
 				t0 := time.Now()
 				alone := cb.write("before", func(int) bool { return time.Since(t0) < 2*time.Second })
 				b.StartTimer()
 				took, lat := cb.compact()
 				b.StopTimer()
 				info := cb.info()
-				after := AllocatedBytes(cb.dir)
+				after := storage.AllocatedBytes(cb.dir)
 				b.ReportMetric(float64(info.ActiveSize)/(1<<20)/took.Seconds(), "live-MB/s")
 				b.ReportMetric(float64(before)/(1<<20), "dir-MB-before")
 				b.ReportMetric(float64(after)/(1<<20), "dir-MB-after")
@@ -183,7 +184,7 @@ func BenchmarkValueLogGC(b *testing.B) {
 				b.StopTimer()
 				dir := b.TempDir()
 				db := openNodeDB(b, dir)
-				disk := NewDisk(db, dir, nil)
+				disk := storage.NewDisk(db, dir, nil)
 				val := make([]byte, size)
 				keys := (256 << 20) / size
 				for round := range 2 {
@@ -208,7 +209,7 @@ func BenchmarkValueLogGC(b *testing.B) {
 				if err := db.FlattenAll(2); err != nil {
 					b.Fatal(err)
 				}
-				before := AllocatedBytes(dir)
+				before := storage.AllocatedBytes(dir)
 				b.StartTimer()
 				t0 := time.Now()
 				files := 0
@@ -223,7 +224,7 @@ func BenchmarkValueLogGC(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64(files*64)/took.Seconds(), "vlog-MB/s")
 				b.ReportMetric(float64(files), "files")
-				b.ReportMetric(float64(before-AllocatedBytes(dir))/(1<<20), "MB-freed")
+				b.ReportMetric(float64(before-storage.AllocatedBytes(dir))/(1<<20), "MB-freed")
 				disk.Close()
 				db.Close()
 				b.StartTimer()

@@ -16,6 +16,7 @@ import (
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
+	"github.com/settee/settee/storage"
 )
 
 // compact runs one compaction of the fixture's shard to its end.
@@ -371,7 +372,7 @@ func TestCompactionRidesUserWrites(t *testing.T) {
 // compactMaxWait, not back to back in front of the other shard's writes.
 func TestCompactionYieldsToOtherShardsWrites(t *testing.T) {
 	db := openTestDB(t)
-	disk := NewDisk(db, db.Opts().Dir, nil)
+	disk := storage.NewDisk(db, db.Opts().Dir, nil)
 	times := &aloneCommits{}
 	a := spawnShard(t, Config{DB: db, Disk: disk, Handle: 7, Name: "a", Observer: times})
 	b := spawnShard(t, Config{DB: db, Disk: disk, Handle: 8, Name: "b"})

@@ -1,15 +1,68 @@
-package node
+package storage
 
 import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
-
-	"github.com/settee/settee/shard"
 )
+
+// DefaultValueLogFileMB is the size of a badger value-log file.
+const DefaultValueLogFileMB = 16
+
+// Options sizes a node's store.
+type Options struct {
+	// DataDir holds badger's files (in DataDir/badger).
+	DataDir string
+	// MemoryMB is the budget for badger's memtables and caches; a quarter
+	// of it is the file-backed RSS the trimmer leaves alone.
+	MemoryMB int
+	// ValueLogFileMB is the size of a value-log file (0: the default).
+	ValueLogFileMB int
+	Logger         *slog.Logger
+}
+
+// Store is a node's one badger instance with what runs beside it: the
+// disk accounting and reclamation every shard shares (Disk) and the
+// trimmer that keeps the value log out of resident memory.
+type Store struct {
+	// DB is badger itself. Shards key their records under their own
+	// prefix (shard.Prefix); node keeps its catalog under its own.
+	DB   *badger.DB
+	Disk *Disk
+	trim *fileTrimmer
+}
+
+// Open opens the store in o.DataDir and starts its trimmer.
+func Open(o Options) (*Store, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	db, err := openBadger(o.DataDir, o.MemoryMB, o.ValueLogFileMB, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{DB: db}
+	s.trim = startFileTrimmer(absDir(badgerDir(o.DataDir)), fileRSSAllowMB(o.MemoryMB), time.Second/2, log)
+	s.Disk = newDisk(db, o.DataDir, s.trim, log)
+	return s, nil
+}
+
+// Close refuses new compactor reads and reclamations, waits for those in
+// progress, stops the trimmer and closes badger. The shards must have
+// stopped: badger's Close waits for no one.
+func (s *Store) Close() error {
+	s.Disk.Close()
+	s.trim.Close()
+	if err := s.DB.Close(); err != nil {
+		return fmt.Errorf("storage: close badger: %w", err)
+	}
+	return nil
+}
 
 // openBadger opens the node's one badger instance with options sized from
 // the memory budget (badger's defaults cost hundreds of MB): bodies go to
@@ -45,21 +98,18 @@ func openBadger(dir string, memoryMB, vlogMB int, log *slog.Logger) (*badger.DB,
 		WithLogger(badgerLogger{log})
 	db, err := badger.Open(opts)
 	if err != nil {
-		return nil, fmt.Errorf("node: open badger in %s: %w", dir, err)
+		return nil, fmt.Errorf("storage: open badger in %s: %w", dir, err)
 	}
 	return db, nil
 }
 
 // newDisk is the node's disk accounting and reclamation over db; the
 // trimmer pauses while it reclaims space.
-func newDisk(db *badger.DB, dataDir string, trim *fileTrimmer, log *slog.Logger) *shard.Disk {
-	d := shard.NewDisk(db, badgerDir(dataDir), log)
+func newDisk(db *badger.DB, dataDir string, trim *fileTrimmer, log *slog.Logger) *Disk {
+	d := NewDisk(db, badgerDir(dataDir), log)
 	d.Reclaiming = trim
 	return d
 }
-
-// DefaultValueLogFileMB is the size of a badger value-log file.
-const DefaultValueLogFileMB = 16
 
 func badgerDir(dataDir string) string { return filepath.Join(dataDir, "badger") }
 

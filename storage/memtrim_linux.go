@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ const madvPageout = 21
 // the docs being read: a GET then faulted its body back from the disk,
 // and p99 was 10x higher.
 //
-// It pauses while the node reclaims space (Pause, Resume: shard.Disk calls
+// It pauses while the node reclaims space (Pause, Resume: storage.Disk calls
 // them around a reclamation): value-log GC reads every file it rewrites
 // through these mappings, and pages put out meanwhile would be read from
 // the disk twice, competing with the writers' syncs.

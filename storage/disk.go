@@ -1,4 +1,4 @@
-package shard
+package storage
 
 import (
 	"errors"
@@ -103,10 +103,10 @@ func NewDisk(db *badger.DB, dir string, log *slog.Logger) *Disk {
 }
 
 // ErrClosed is returned by work that the node's shutdown interrupted.
-var ErrClosed = errors.New("shard: storage closed")
+var ErrClosed = errors.New("storage: closed")
 
-// acquire holds badger open until release; false once Close was called.
-func (d *Disk) acquire() bool {
+// Acquire holds badger open until release; false once Close was called.
+func (d *Disk) Acquire() bool {
 	if d == nil {
 		return true
 	}
@@ -118,7 +118,7 @@ func (d *Disk) acquire() bool {
 	return true
 }
 
-func (d *Disk) release() {
+func (d *Disk) Release() {
 	if d != nil {
 		d.use.RUnlock()
 	}
@@ -135,10 +135,10 @@ func (d *Disk) Close() {
 	d.use.Unlock()
 }
 
-// acquireCopy waits for the node's compaction copy slot; false once Close
+// AcquireCopy waits for the node's compaction copy slot; false once Close
 // was called. A compactor holds it while it walks and commits (not while
 // badger reclaims space, which Reclaim serialises on its own).
-func (d *Disk) acquireCopy() bool {
+func (d *Disk) AcquireCopy() bool {
 	if d == nil {
 		return true
 	}
@@ -150,7 +150,7 @@ func (d *Disk) acquireCopy() bool {
 	}
 }
 
-func (d *Disk) releaseCopy() {
+func (d *Disk) ReleaseCopy() {
 	if d != nil {
 		<-d.copySlot
 	}
@@ -179,33 +179,33 @@ func whileBlocked(first, most time.Duration, f func() error) error {
 	return err
 }
 
-// add moves the sum of estimates by delta (a shard starting, committing,
+// Add moves the sum of estimates by delta (a shard starting, committing,
 // compacting or stopping).
-func (d *Disk) add(delta int64) {
+func (d *Disk) Add(delta int64) {
 	if d != nil {
 		d.estimates.Add(delta)
 	}
 }
 
-// committed is add for a shard's commit; value-log GC yields more while
+// Committed is add for a shard's commit; value-log GC yields more while
 // commits go on (reclaim).
-func (d *Disk) committed(delta int64) {
+func (d *Disk) Committed(delta int64) {
 	if d != nil {
 		d.estimates.Add(delta)
 		d.commits.Add(1)
 	}
 }
 
-// wrote notes that a shard starts committing user writes at t.
-func (d *Disk) wrote(t time.Time) {
+// Wrote notes that a shard starts committing user writes at t.
+func (d *Disk) Wrote(t time.Time) {
 	if d != nil {
 		d.lastWrite.Store(t.UnixNano())
 	}
 }
 
-// sinceWrite is how long ago a shard of the node last started committing
+// SinceWrite is how long ago a shard of the node last started committing
 // user writes; a very long time for a node without a Disk.
-func (d *Disk) sinceWrite() time.Duration {
+func (d *Disk) SinceWrite() time.Duration {
 	if d == nil {
 		return time.Duration(1<<63 - 1)
 	}
@@ -232,8 +232,8 @@ func (d *Disk) invalidate() {
 	d.sizeMu.Unlock()
 }
 
-// share turns a shard's estimate into bytes on disk (see Disk).
-func (d *Disk) share(estimate int64) int64 {
+// Share turns a shard's estimate into bytes on disk (see Disk).
+func (d *Disk) Share(estimate int64) int64 {
 	if d == nil || estimate <= 0 {
 		return max(estimate, 0)
 	}
@@ -295,25 +295,25 @@ func gcPause(took time.Duration, writes bool) time.Duration {
 // serialised node-wide and hold the compaction copy slot, so that no
 // compactor commits while badger rewrites files; a call made while a run
 // is in progress waits for the next run, which starts after it.
-func (d *Disk) Reclaim() error { return d.reclaimAfter(d.reclaimTicket()) }
+func (d *Disk) Reclaim() error { return d.ReclaimAfter(d.ReclaimTicket()) }
 
-// reclaimTicket names the first run that starts after it was taken: a
+// ReclaimTicket names the first run that starts after it was taken: a
 // compactor takes one before it gives up the copy slot, so that the run
 // which waited for the slot serves it (and the shards copied meanwhile).
-func (d *Disk) reclaimTicket() uint64 {
+func (d *Disk) ReclaimTicket() uint64 {
 	d.gcMu.Lock()
 	defer d.gcMu.Unlock()
 	return d.gcGen + 1
 }
 
-// reclaimAfter waits until run want is done, starting runs as needed.
-func (d *Disk) reclaimAfter(want uint64) error {
+// ReclaimAfter waits until run want is done, starting runs as needed.
+func (d *Disk) ReclaimAfter(want uint64) error {
 	d.gcMu.Lock()
 	for d.gcDone < want {
 		if !d.gcRunning && d.gcGen < want {
 			d.gcRunning = true
 			d.gcMu.Unlock()
-			ok := d.acquireCopy()
+			ok := d.AcquireCopy()
 			d.gcMu.Lock()
 			if !ok {
 				d.gcRunning = false
@@ -324,7 +324,7 @@ func (d *Disk) reclaimAfter(want uint64) error {
 			d.gcGen++ // the run starts now
 			d.gcMu.Unlock()
 			err := d.reclaim()
-			d.releaseCopy()
+			d.ReleaseCopy()
 			d.gcMu.Lock()
 			d.gcRunning = false
 			d.gcDone = d.gcGen
@@ -342,10 +342,10 @@ func (d *Disk) reclaimAfter(want uint64) error {
 }
 
 func (d *Disk) reclaim() error {
-	if !d.acquire() {
+	if !d.Acquire() {
 		return ErrClosed
 	}
-	defer d.release()
+	defer d.Release()
 	defer d.invalidate()
 	if d.Reclaiming != nil {
 		d.Reclaiming.Pause()
