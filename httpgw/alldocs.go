@@ -2,9 +2,10 @@ package httpgw
 
 import (
 	"encoding/json"
-	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
+
+	"github.com/settee/settee/couchdoc"
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/docjson"

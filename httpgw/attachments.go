@@ -1,10 +1,11 @@
 package httpgw
 
 import (
-	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/settee/settee/couchdoc"
 
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"

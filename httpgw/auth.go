@@ -2,10 +2,7 @@ package httpgw
 
 import (
 	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -16,48 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/settee/settee/auth"
 	pb "github.com/settee/settee/proto"
 )
-
-// DefaultIterations is CouchDB 3.4+'s PBKDF2 iteration count.
-const DefaultIterations = 600000
-
-// Credential is a stored password: PBKDF2-SHA256, as CouchDB's _users docs.
-type Credential struct {
-	Name       string   `json:"name"`
-	Roles      []string `json:"roles,omitempty"`
-	Scheme     string   `json:"password_scheme"`
-	PRF        string   `json:"pbkdf2_prf"`
-	Salt       string   `json:"salt"`
-	Iterations int      `json:"iterations"`
-	DerivedKey string   `json:"derived_key"`
-}
-
-// NewCredential hashes a password with a fresh salt.
-func NewCredential(name, password string, iterations int) *Credential {
-	var salt [16]byte
-	_, _ = rand.Read(salt[:])
-	c := &Credential{Name: name, Scheme: "pbkdf2", PRF: "sha256", Salt: hex.EncodeToString(salt[:]), Iterations: iterations}
-	c.DerivedKey = hex.EncodeToString(c.derive(password))
-	return c
-}
-
-func (c *Credential) derive(password string) []byte {
-	k, _ := pbkdf2.Key(sha256.New, password, []byte(c.Salt), c.Iterations, 32)
-	return k
-}
-
-// Verify checks a password against the stored hash.
-func (c *Credential) Verify(password string) bool {
-	if c.Scheme != "pbkdf2" || c.Iterations <= 0 {
-		return false
-	}
-	want, err := hex.DecodeString(c.DerivedKey)
-	if err != nil {
-		return false
-	}
-	return subtle.ConstantTimeCompare(c.derive(password), want) == 1
-}
 
 // User is the authenticated user of a request (nil: anonymous).
 type User struct {
@@ -158,7 +116,7 @@ func (a *authenticator) key(name, pw string) [32]byte {
 // userDoc reads org.couchdb.user:NAME from _users. One copy answers (the
 // local one where there is one): a login must not cost a quorum round trip,
 // nor fail while most of the cluster is down.
-func (a *authenticator) userDoc(rq *req, name string) (*Credential, error) {
+func (a *authenticator) userDoc(rq *req, name string) (*auth.Credential, error) {
 	r, err := a.g.c.GetDocR(rq.ctx, "_users", &pb.GetDoc{Id: "org.couchdb.user:" + name}, 1)
 	if err != nil {
 		return nil, err
@@ -166,7 +124,7 @@ func (a *authenticator) userDoc(rq *req, name string) (*Credential, error) {
 	if r.Info == nil || r.Info.Deleted || len(r.Bodies) == 0 || r.Bodies[0].Missing {
 		return nil, nil
 	}
-	var cred Credential
+	var cred auth.Credential
 	if err := json.Unmarshal(r.Bodies[0].Json, &cred); err != nil {
 		return nil, err
 	}
@@ -215,7 +173,7 @@ func (a *authenticator) checkCookie(rq *req, v string) *User {
 
 // account finds a name: the server admin, else its _users doc. The user
 // comes with the stored credential (nil: no such account).
-func (a *authenticator) account(rq *req, name string) (*User, *Credential) {
+func (a *authenticator) account(rq *req, name string) (*User, *auth.Credential) {
 	if admin := a.g.cfg.Admin; name == admin.Name {
 		return &User{Name: name, Roles: []string{"_admin"}, Admin: true}, admin
 	}

@@ -2,9 +2,10 @@ package httpgw
 
 import (
 	"encoding/json"
-	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"sort"
+
+	"github.com/settee/settee/couchdoc"
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"

@@ -2,10 +2,11 @@ package httpgw
 
 import (
 	"encoding/json"
-	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/settee/settee/couchdoc"
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"

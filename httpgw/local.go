@@ -1,10 +1,11 @@
 package httpgw
 
 import (
-	"github.com/settee/settee/couchdoc"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/settee/settee/couchdoc"
 
 	pb "github.com/settee/settee/proto"
 )

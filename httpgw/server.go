@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/tasks"
 )
@@ -31,7 +32,7 @@ type Databases interface {
 type Config struct {
 	Coordinator *coordinator.Coordinator
 	Databases   Databases
-	Admin       *Credential
+	Admin       *auth.Credential
 	// AdminPassword, when the node was started with the admin's password
 	// (and so has just hashed or verified it), spares the first admin
 	// request a second PBKDF2 verification.

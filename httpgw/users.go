@@ -3,6 +3,7 @@ package httpgw
 import (
 	"encoding/json"
 
+	"github.com/settee/settee/auth"
 	"github.com/settee/settee/docjson"
 )
 
@@ -24,7 +25,7 @@ func (g *Gateway) prepareUserDoc(d *docjson.Doc) (*docjson.Doc, error) {
 	delete(m, "password")
 	var name string
 	_ = json.Unmarshal(m["name"], &name)
-	cred := NewCredential(name, pw, DefaultIterations)
+	cred := auth.NewCredential(name, pw, auth.DefaultIterations)
 	for k, v := range map[string]any{"password_scheme": cred.Scheme, "pbkdf2_prf": cred.PRF,
 		"salt": cred.Salt, "iterations": cred.Iterations, "derived_key": cred.DerivedKey} {
 		b, _ := json.Marshal(v)

@@ -1,9 +1,10 @@
 package httpgw
 
 import (
-	"github.com/settee/settee/couchdoc"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/settee/settee/couchdoc"
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"

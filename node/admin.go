@@ -10,7 +10,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/settee/settee/httpgw"
+	"github.com/settee/settee/auth"
 	"github.com/settee/settee/storage"
 )
 
@@ -39,15 +39,15 @@ func loadOrCreate(db *badger.DB, key []byte, mk func() ([]byte, error)) ([]byte,
 // loadAdmin returns the server admin: from the --admin flag (stored as a
 // PBKDF2 hash, replacing any older one), else the stored one, else a new
 // one with a generated password shown once.
-func (n *Node) loadAdmin() (*httpgw.Credential, error) {
-	iters := httpgw.DefaultIterations
+func (n *Node) loadAdmin() (*auth.Credential, error) {
+	iters := auth.DefaultIterations
 	if user, pw, ok := strings.Cut(n.cfg.Admin, ":"); ok {
-		var stored httpgw.Credential
+		var stored auth.Credential
 		if b, err := n.get(keyAdmin); err == nil && b != nil && json.Unmarshal(b, &stored) == nil &&
 			stored.Name == user && stored.Verify(pw) {
 			return &stored, nil
 		}
-		cred := httpgw.NewCredential(user, pw, iters)
+		cred := auth.NewCredential(user, pw, iters)
 		return cred, n.put(keyAdmin, cred)
 	}
 	b, err := n.get(keyAdmin)
@@ -55,7 +55,7 @@ func (n *Node) loadAdmin() (*httpgw.Credential, error) {
 		return nil, err
 	}
 	if b != nil {
-		var cred httpgw.Credential
+		var cred auth.Credential
 		if err := json.Unmarshal(b, &cred); err != nil {
 			return nil, fmt.Errorf("node: stored admin: %w", err)
 		}
@@ -64,7 +64,7 @@ func (n *Node) loadAdmin() (*httpgw.Credential, error) {
 	var raw [18]byte
 	_, _ = rand.Read(raw[:])
 	pw := base64.RawURLEncoding.EncodeToString(raw[:])
-	cred := httpgw.NewCredential("admin", pw, iters)
+	cred := auth.NewCredential("admin", pw, iters)
 	if err := n.put(keyAdmin, cred); err != nil {
 		return nil, err
 	}
