@@ -198,11 +198,7 @@ func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
 	}
 	sel, err := mango.Parse(raw)
 	if err != nil {
-		var me *mango.Error
-		if errors.As(err, &me) {
-			return badRequest(me.Reason)
-		}
-		return badRequest(err.Error())
+		return err // a *mango.Error (errors.go)
 	}
 	c.selector, c.body = sel, b
 	return nil

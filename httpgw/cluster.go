@@ -3,7 +3,6 @@ package httpgw
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 
@@ -21,24 +20,6 @@ type Cluster interface {
 	// FinishCluster records that the cluster's setup is finished; it
 	// reports false when it already was.
 	FinishCluster(ctx context.Context) (bool, error)
-}
-
-// ClusterErrors maps the node's cluster errors to answers; node fills it
-// so that httpgw does not import node.
-var ClusterErrors = map[error]*couchError{}
-
-// RegisterClusterError tells the gateway how to answer a node error.
-func RegisterClusterError(err error, status int, code, reason string) {
-	ClusterErrors[err] = newErr(status, code, reason)
-}
-
-func clusterErr(err error) error {
-	for e, ce := range ClusterErrors {
-		if errors.Is(err, e) {
-			return newErr(ce.status, ce.code, ce.reason+": "+err.Error())
-		}
-	}
-	return err
 }
 
 func (g *Gateway) handleMembership(rq *req) error {
@@ -169,12 +150,12 @@ func (g *Gateway) handleNodesDB(rq *req, rest []string) error {
 			return badRequest("a _nodes doc needs node_addr (host:port of the node's --node-addr)")
 		}
 		if err := g.cfg.Cluster.PutNode(rq.ctx, &pb.Member{Name: name, NodeAddr: body.NodeAddr, HttpAddr: body.HTTPAddr}); err != nil {
-			return clusterErr(err)
+			return err
 		}
 		return g.writeJSON(rq, 201, map[string]any{"ok": true, "id": name, "rev": "1-0"})
 	case http.MethodDelete:
 		if err := g.cfg.Cluster.RemoveNode(rq.ctx, name); err != nil {
-			return clusterErr(err)
+			return err
 		}
 		return g.writeJSON(rq, 200, map[string]any{"ok": true, "id": name, "rev": "2-0"})
 	}
@@ -266,7 +247,7 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 	case "finish_cluster":
 		first, err := g.cfg.Cluster.FinishCluster(rq.ctx)
 		if err != nil {
-			return clusterErr(err)
+			return err
 		}
 		if !first {
 			return errClusterFinished
@@ -297,7 +278,7 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 			return badRequest("add_node needs the other node's admin username and password")
 		}
 		if err := g.cfg.Cluster.AddNode(rq.ctx, body.Host, port, body.Username, body.Password); err != nil {
-			return clusterErr(err)
+			return err
 		}
 		return g.writeJSON(rq, 201, okBody)
 	}

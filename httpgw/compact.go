@@ -3,10 +3,8 @@ package httpgw
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	pb "github.com/settee/settee/proto"
 )
@@ -188,10 +186,6 @@ type Settings interface {
 	SetConfig(section, key, value string) (old string, err error)
 }
 
-// ErrConfigReadOnly is returned by Settings.SetConfig for a section settee
-// does not let change at run time.
-var ErrConfigReadOnly = errors.New("httpgw: this config section cannot be changed")
-
 // handleConfig serves GET /_node/_local/_config[/section[/key]] and PUT of a
 // key with a JSON string body, answering the old value (CouchDB's shapes).
 func (g *Gateway) handleConfig(rq *req, rest []string) error {
@@ -240,11 +234,8 @@ func (g *Gateway) handleConfig(rq *req, rest []string) error {
 				return badRequest("config value must be a JSON string")
 			}
 			old, err := st.SetConfig(rest[0], rest[1], v)
-			if errors.Is(err, ErrConfigReadOnly) {
-				return badRequest("settee's _config holds the " + strings.Join(st.ConfigSections(), ", ") + " section only")
-			}
 			if err != nil {
-				return badRequest(err.Error())
+				return err
 			}
 			return g.writeJSON(rq, 200, old)
 		}

@@ -158,7 +158,7 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		}
 		all, err := g.dbs.CreateDB(rq.ctx, db, q, n)
 		if err != nil {
-			return clusterErr(err)
+			return err
 		}
 		rq.w.Header().Set("Location", g.base(rq)+"/"+escapeDocID(db))
 		if !all {

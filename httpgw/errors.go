@@ -7,12 +7,13 @@ import (
 
 	"github.com/settee/settee/actors"
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/mango"
+	"github.com/settee/settee/node"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/smoosh"
 )
-
-// ErrDBExists is returned by Databases.CreateDB for an existing database.
-var ErrDBExists = errors.New("httpgw: database exists")
 
 // couchError is an error with its CouchDB wire form.
 type couchError struct {
@@ -68,11 +69,15 @@ var codeStatus = map[string]int{
 	"request_entity_too_large": 413,
 }
 
-// toCouch is the one place an error becomes CouchDB's wire form.
+// toCouch is the one place an error becomes CouchDB's wire form: the
+// packages below answer with their own exported error values and types,
+// and this table says what a client sees for each.
 func toCouch(err error) *couchError {
 	var ce *couchError
 	var pe *pb.Error
 	var dj *docjson.Error
+	var me *mango.Error
+	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &ce):
 		return ce
@@ -80,7 +85,7 @@ func toCouch(err error) *couchError {
 		return errDBNotFound
 	case errors.Is(err, coordinator.ErrBadSeq):
 		return errBadSeq
-	case errors.Is(err, ErrDBExists):
+	case errors.Is(err, node.ErrDBExists):
 		return errDBExists
 	case errors.As(err, &pe):
 		st, ok := codeStatus[pe.Code]
@@ -90,16 +95,45 @@ func toCouch(err error) *couchError {
 		return newErr(st, pe.Code, pe.Reason)
 	case errors.As(err, &dj):
 		return newErr(400, dj.CouchError, dj.Reason)
+	case errors.As(err, &me):
+		return badRequest(me.Reason)
+	case errors.Is(err, couchdoc.ErrNotJSONPart):
+		return errBadCType
+	case errors.Is(err, couchdoc.ErrDocTooLarge):
+		return newErr(413, "document_too_large", "")
+	case errors.Is(err, couchdoc.ErrBadMultipart):
+		return badRequest(err.Error())
+	case errors.As(err, &mbe):
+		return errTooLarge
 	case errors.Is(err, context.DeadlineExceeded):
 		return newErr(500, "timeout", "The request could not be processed in a reasonable amount of time.")
 	case errors.Is(err, actors.ErrUnreachable):
 		// no copy that the request needs answered (its node is down):
 		// CouchDB's answer when a range has no live copy
 		return newErr(500, "nodedown", "progress not possible")
-	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return newErr(413, "too_large", "the request entity is too large")
+	// the cluster admin endpoints (/_cluster_setup, /_node/_local/_nodes,
+	// /_node/<name>/…, PUT /db with a shard map no node set can meet)
+	case errors.Is(err, node.ErrBadCredentials):
+		return nodeErr(err, 400, "bad_request", "the other node refused the credentials")
+	case errors.Is(err, node.ErrClusterUnreachable):
+		return nodeErr(err, 400, "bad_request", "the other node did not answer on its node port: is it running with --node-addr and the same cluster secret?")
+	case errors.Is(err, node.ErrNotClustered):
+		return nodeErr(err, 400, "bad_request", "no cluster")
+	case errors.Is(err, node.ErrNoSuchMember):
+		return nodeErr(err, 404, "not_found", "no such node")
+	case errors.Is(err, node.ErrQuorum):
+		return nodeErr(err, 400, "bad_request", "the shard map cannot be met")
+	// /_node/_local/_config
+	case errors.Is(err, node.ErrConfigReadOnly):
+		return badRequest("settee's _config holds the " + smoosh.Section + " section only")
+	case errors.Is(err, smoosh.ErrUnknownKey), errors.Is(err, smoosh.ErrBadValue):
+		return badRequest(err.Error())
 	}
 	return newErr(500, "unknown_error", err.Error())
+}
+
+// nodeErr is a node error's answer: the reason says what went wrong, then
+// the node's own words.
+func nodeErr(err error, status int, code, reason string) *couchError {
+	return newErr(status, code, reason+": "+err.Error())
 }

@@ -80,17 +80,13 @@ func (g *Gateway) readMultipartDoc(rq *req, boundary string) (*docjson.Doc, *cou
 	return d, rel, nil
 }
 
+// multipartErr keeps the errors the table knows (errors.go); anything else
+// reading a multipart body failed on is the client's body.
 func multipartErr(err error) error {
 	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return errTooLarge
-	case errors.Is(err, couchdoc.ErrNotJSONPart):
-		return errBadCType
-	case errors.Is(err, couchdoc.ErrDocTooLarge):
-		return newErr(413, "document_too_large", "")
-	case errors.Is(err, couchdoc.ErrBadMultipart):
-		return badRequest(err.Error())
+	if errors.As(err, &mbe) || errors.Is(err, couchdoc.ErrNotJSONPart) ||
+		errors.Is(err, couchdoc.ErrDocTooLarge) || errors.Is(err, couchdoc.ErrBadMultipart) {
+		return err
 	}
 	return badRequest("could not read request body")
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/settee/settee/actors"
-	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/intrepl"
 	pb "github.com/settee/settee/proto"
 )
@@ -70,9 +70,15 @@ type cluster struct {
 	addr       string // advertised node address
 	membership *actor.PID
 	dbs        *actor.PID
-	stopJoin   chan struct{}
 	snap       atomic.Pointer[memberSnapshot]
 	sync       *intrepl.Syncer
+	// sched answers other nodes' /_scheduler questions (replicator.go)
+	sched *actor.PID
+	// ctx ends with stopCluster; wg counts every goroutine the cluster's
+	// actors and the join loop started, which stopCluster waits for
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // startCluster starts the remote transport and the membership actor.
@@ -85,22 +91,28 @@ func (n *Node) startCluster(ctx context.Context, cc ClusterConfig, httpAddr stri
 		return err
 	}
 	self := &pb.Member{Name: n.cfg.Name, NodeAddr: addr, HttpAddr: httpAddr, JoinedUs: time.Now().UnixMicro()}
-	cl := &cluster{remote: r, addr: addr, stopJoin: make(chan struct{})}
-	m, err := newMembership(self, n.db, n.log, &cl.snap, n.cfg.HeartbeatInterval, n.cfg.NodeDownAfter)
+	cl := &cluster{remote: r, addr: addr}
+	cl.ctx, cl.cancel = context.WithCancel(context.Background())
+	m, err := newMembership(self, n.db, n.log, &cl.snap, &cl.wg, n.cfg.HeartbeatInterval, n.cfg.NodeDownAfter)
 	if err != nil {
+		cl.cancel()
 		r.Shutdown(false)
 		return err
 	}
 	pid, err := n.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return m }), membershipName)
 	if err != nil {
+		cl.cancel()
 		r.Shutdown(false)
 		return fmt.Errorf("node: spawn membership: %w", err)
 	}
 	cl.membership = pid
 	n.cl = cl
 	n.cat.peers = n.cl.snap.Load
-	d := &dbsActor{n: n, stop: make(chan struct{})}
+	d := &dbsActor{n: n, stop: make(chan struct{}), wg: &cl.wg}
 	if cl.dbs, err = n.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return d }), dbsName); err != nil {
+		_ = n.sys.Root.PoisonFuture(pid).Wait()
+		cl.cancel()
+		cl.wg.Wait()
 		r.Shutdown(false)
 		return fmt.Errorf("node: spawn dbs: %w", err)
 	}
@@ -108,7 +120,7 @@ func (n *Node) startCluster(ctx context.Context, cc ClusterConfig, httpAddr stri
 	cl.sync.Start()
 	n.coord.OnWrite(cl.sync.Kick)
 	if len(cc.Join) > 0 {
-		go n.joinLoop(cc.Join)
+		cl.wg.Go(func() { n.joinLoop(cl.ctx, cc.Join) })
 	}
 	n.log.Info("cluster transport started", "node_addr", addr, "node", n.cfg.Name)
 	return nil
@@ -118,16 +130,21 @@ func (n *Node) stopCluster() {
 	if n.cl == nil {
 		return
 	}
-	close(n.cl.stopJoin)
+	n.cl.cancel()
 	n.cl.sync.Stop()
+	// no actor of the cluster's may start a goroutine once Wait begins
+	if n.cl.sched != nil {
+		_ = n.sys.Root.PoisonFuture(n.cl.sched).Wait()
+	}
 	_ = n.sys.Root.PoisonFuture(n.cl.dbs).Wait()
 	_ = n.sys.Root.PoisonFuture(n.cl.membership).Wait()
+	n.cl.wg.Wait()
 	n.cl.remote.Shutdown(false)
 }
 
 // joinLoop joins the given nodes, retrying with backoff until each answers
 // (they may still be starting, as in a compose cluster's first start).
-func (n *Node) joinLoop(targets []string) {
+func (n *Node) joinLoop(stop context.Context, targets []string) {
 	user, pw, _ := strings.Cut(n.cfg.Admin, ":")
 	pending := append([]string(nil), targets...)
 	backoff := 500 * time.Millisecond
@@ -140,7 +157,7 @@ func (n *Node) joinLoop(targets []string) {
 				n.log.Error("join: bad address", "target", t)
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(stop, 10*time.Second)
 			err = n.AddNode(ctx, host, port, user, pw)
 			cancel()
 			if err != nil {
@@ -155,7 +172,7 @@ func (n *Node) joinLoop(targets []string) {
 			return
 		}
 		select {
-		case <-n.cl.stopJoin:
+		case <-stop.Done():
 			return
 		case <-time.After(backoff):
 		}
@@ -287,15 +304,7 @@ func (n *Node) PutNode(ctx context.Context, m *pb.Member) error {
 // Clustered reports whether the node runs the cluster transport.
 func (n *Node) Clustered() bool { return n.cl != nil }
 
-func init() {
-	httpgw.RegisterClusterError(ErrBadCredentials, 400, "bad_request", "the other node refused the credentials")
-	httpgw.RegisterClusterError(ErrClusterUnreachable, 400, "bad_request", "the other node did not answer on its node port: is it running with --node-addr and the same cluster secret?")
-	httpgw.RegisterClusterError(ErrNotClustered, 400, "bad_request", "no cluster")
-	httpgw.RegisterClusterError(errNoSuchMember, 404, "not_found", "no such node")
-	httpgw.RegisterClusterError(ErrQuorum, 400, "bad_request", "the shard map cannot be met")
-}
-
-// FinishCluster implements httpgw.Cluster: it records that the cluster's
+// FinishCluster records that the cluster's
 // setup is finished (CouchDB's finish_cluster) on this member's record,
 // which spreads to the others; it reports false when a member had already
 // recorded it.

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/internal/testport"
 
 	"github.com/settee/settee/internal/testcluster"
@@ -175,6 +176,7 @@ func TestClusterMemberRefusesToStartWithoutNodeAddr(t *testing.T) {
 	c.Join()
 	c.Stop(1)
 	cfg := node.Default()
+	cfg.Handler = httpgw.ForNode
 	cfg.Name = c.Name(1)
 	cfg.DataDir = c.Nodes[1].DataDir
 	cfg.HTTPAddr = "127.0.0.1:0"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -56,6 +57,10 @@ type Config struct {
 	ReplicatorMaxJobs  int
 	ReplicatorMaxChurn int
 	ReplicatorInterval time.Duration
+	// Handler builds the HTTP API the node serves from what it offers
+	// (httpgw.ForNode in settee serve and the tests). node does not build
+	// it itself: the HTTP layer sits above node and node never imports it.
+	Handler func(Services) (http.Handler, error)
 }
 
 // Default returns a single-node configuration.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -66,6 +67,7 @@ func (c *catalog) Alive(node string) bool {
 type dbsActor struct {
 	n    *Node
 	stop chan struct{}
+	wg   *sync.WaitGroup // the cluster's: stopCluster waits for what it starts
 }
 
 type pushTick struct{}
@@ -74,7 +76,7 @@ func (d *dbsActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		go func() {
+		d.wg.Go(func() {
 			t := time.NewTicker(antiEntropyEvery)
 			defer t.Stop()
 			for {
@@ -85,14 +87,14 @@ func (d *dbsActor) Receive(ctx actor.Context) {
 					return
 				}
 			}
-		}()
+		})
 	case *actor.Stopping:
 		close(d.stop)
 	case *pb.DbRecords:
 		// installing may create or drop shards: off the mailbox
 		n, sender, reply := d.n, ctx.Sender(), m.Reply
 		root := ctx.ActorSystem().Root
-		go func() {
+		d.wg.Go(func() {
 			var firstErr error
 			for _, rec := range m.Records {
 				if _, err := n.cat.Apply(rec); err != nil && firstErr == nil {
@@ -107,7 +109,7 @@ func (d *dbsActor) Receive(ctx actor.Context) {
 				}
 				root.Send(sender, ack)
 			}
-		}()
+		})
 	case pushTick:
 		d.n.placeSystemDBs()
 		recs := d.n.cat.Records()
@@ -269,7 +271,7 @@ func (n *Node) syncPairs() []intrepl.Pair {
 	return out
 }
 
-// SyncShards implements httpgw.ShardSyncer: internal replication runs now
+// SyncShards (POST /db/_sync_shards): internal replication runs now
 // (it covers every database; one sweep is cheap when nothing changed).
 func (n *Node) SyncShards(context.Context, string) error {
 	if n.cl != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,7 @@ type membership struct {
 	seen             map[string]time.Time
 	up               map[string]bool // last logged state
 	stop             chan struct{}
+	wg               *sync.WaitGroup // the cluster's: stopCluster waits for the ticker
 	snap             *atomic.Pointer[memberSnapshot]
 	// isolated peers are treated as unreachable (a partition simulated at
 	// the membership level, for tests; Node.Isolate)
@@ -59,8 +61,8 @@ type membership struct {
 // endpointDown: the transport lost its connection to a node address.
 type endpointDown struct{ addr string }
 
-func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot], every, downAfter time.Duration) (*membership, error) {
-	m := &membership{self: self, db: db, log: log, snap: snap, every: every, downAfter: downAfter,
+func newMembership(self *pb.Member, db *badger.DB, log *slog.Logger, snap *atomic.Pointer[memberSnapshot], wg *sync.WaitGroup, every, downAfter time.Duration) (*membership, error) {
+	m := &membership{self: self, db: db, log: log, snap: snap, wg: wg, every: every, downAfter: downAfter,
 		members: map[string]*pb.Member{}, seen: map[string]time.Time{}, up: map[string]bool{}, stop: make(chan struct{})}
 	err := db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -231,7 +233,7 @@ func (m *membership) Receive(ctx actor.Context) {
 				root.Send(self, endpointDown{addr: e.Address})
 			}
 		})
-		go func() {
+		m.wg.Go(func() {
 			t := time.NewTicker(m.every)
 			defer t.Stop()
 			for {
@@ -242,7 +244,7 @@ func (m *membership) Receive(ctx actor.Context) {
 					return
 				}
 			}
-		}()
+		})
 	case *actor.Stopping:
 		ctx.ActorSystem().EventStream.Unsubscribe(m.sub)
 		close(m.stop)
@@ -315,7 +317,7 @@ func (m *membership) Receive(ctx actor.Context) {
 	case *removeMember:
 		cur, ok := m.members[msg.name]
 		if !ok || msg.name == m.self.Name {
-			ctx.Respond(removeResult{err: errNoSuchMember})
+			ctx.Respond(removeResult{err: ErrNoSuchMember})
 			return
 		}
 		tomb := proto.Clone(cur).(*pb.Member)
@@ -373,7 +375,7 @@ func setupFinished(members []*pb.Member) bool {
 	return false
 }
 
-var errNoSuchMember = errors.New("node: no such member")
+var ErrNoSuchMember = errors.New("node: no such member")
 
 // removeMember is a local request (never crosses a node).
 type removeMember struct{ name string }

@@ -17,8 +17,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
-	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/metrics"
 	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
@@ -58,6 +58,42 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 	served    chan error
+	serving   sync.WaitGroup // the HTTP server's Serve
+}
+
+// Services is what a started node offers the HTTP layer it serves
+// (Config.Handler builds the handler from it).
+type Services struct {
+	// Node creates and deletes databases, answers for the cluster's
+	// membership, holds the runtime config and syncs shards.
+	Node        *Node
+	Coordinator *coordinator.Coordinator
+	// Replicator is the local scheduler on a single node, the whole
+	// cluster's view on a member of a cluster.
+	Replicator Replications
+	Tasks      *tasks.Registry
+	Metrics    *metrics.Metrics
+	Admin      *auth.Credential
+	// AdminPassword is the admin's password when the node was started
+	// with it (and so has just hashed or verified it); empty otherwise.
+	AdminPassword   string
+	CookieSecret    []byte
+	UUID            string
+	Version         string
+	GitSHA          string
+	Name            string
+	DefaultQ        int
+	MaxDocumentSize int64
+	MaxRequestSize  int64
+	RequestTimeout  time.Duration
+	Logger          *slog.Logger
+}
+
+// Replications is the replicator as /_replicate and /_scheduler reach it.
+type Replications interface {
+	Replicate(ctx context.Context, body []byte) (int, []byte)
+	Jobs(ctx context.Context) (int, []byte)
+	Docs(ctx context.Context, db, docID string) (int, []byte)
 }
 
 // Start opens the store, starts the shard actors and listens for HTTP.
@@ -65,6 +101,9 @@ type Node struct {
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("node: config: %w", err)
+	}
+	if cfg.Handler == nil {
+		return nil, errors.New("node: config: no HTTP handler (Config.Handler)")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -151,37 +190,35 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if user, pw, ok := strings.Cut(cfg.Admin, ":"); ok && user == admin.Name {
 		adminPW = pw // loadAdmin hashed or verified it just now
 	}
-	var rep httpgw.Replicator = n.rep
+	var rep Replications = n.rep
 	if n.cl != nil {
 		rep = clusterScheduler{n}
 	}
-	gw, err := httpgw.New(httpgw.Config{
-		Replicator:      rep,
-		Cluster:         n,
-		Tasks:           n.tasks,
-		Settings:        n,
+	h, err := cfg.Handler(Services{
+		Node:            n,
 		Coordinator:     n.coord,
-		Databases:       n,
+		Replicator:      rep,
+		Tasks:           n.tasks,
+		Metrics:         n.metrics,
 		Admin:           admin,
-		CookieSecret:    secret,
 		AdminPassword:   adminPW,
+		CookieSecret:    secret,
 		UUID:            n.uuid,
 		Version:         Version,
 		GitSHA:          GitSHA,
-		NodeName:        cfg.Name,
+		Name:            cfg.Name,
 		DefaultQ:        cfg.Q,
 		MaxDocumentSize: cfg.MaxDocumentSize,
 		MaxRequestSize:  cfg.MaxRequestSize,
 		RequestTimeout:  cfg.RequestTimeout,
-		Metrics:         n.metrics,
 		Logger:          log,
 	})
 	if err != nil {
 		return fail(err)
 	}
-	n.srv = &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second,
+	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	go func() { n.served <- n.srv.Serve(n.ln) }()
+	n.serving.Go(func() { n.served <- n.srv.Serve(n.ln) })
 	log.Info("settee started", "http", n.ln.Addr().String(), "data", cfg.DataDir, "node", cfg.Name)
 	return n, nil
 }
@@ -203,6 +240,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if err := n.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
 		}
+		n.serving.Wait()
 		n.stopCluster()
 		n.rep.Close()
 		n.smoosh.Stop()
@@ -218,23 +256,20 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.closeErr
 }
 
-// CreateDB implements httpgw.Databases: q ranges, n copies each (0:
-// defaults); accepted is false when a member did not acknowledge (202).
+// CreateDB creates a database of q ranges, n copies each (0: defaults);
+// it reports false when a member did not acknowledge (202), ErrDBExists
+// when the database exists.
 func (n *Node) CreateDB(ctx context.Context, name string, q, copies int) (bool, error) {
 	if q <= 0 {
 		q = n.cfg.Q
 	}
-	all, err := n.createDB(ctx, name, q, copies)
-	if errors.Is(err, ErrDBExists) {
-		return false, httpgw.ErrDBExists
-	}
-	return all, err
+	return n.createDB(ctx, name, q, copies)
 }
 
-// DeleteDB implements httpgw.Databases.
+// DeleteDB deletes a database; false when a member did not acknowledge.
 func (n *Node) DeleteDB(ctx context.Context, name string) (bool, error) {
 	return n.deleteDB(ctx, name)
 }
 
-// AllDBs implements httpgw.Databases.
+// AllDBs lists the databases, sorted.
 func (n *Node) AllDBs(context.Context) []string { return n.cat.List() }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/node"
 )
 
@@ -40,6 +41,7 @@ func status(t *testing.T, n *node.Node, user, pw string) int {
 
 func TestAdminGeneratedOnceAndStored(t *testing.T) {
 	cfg := node.Default()
+	cfg.Handler = httpgw.ForNode
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	var shown []string

@@ -14,7 +14,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/settee/settee/actors"
-	"github.com/settee/settee/httpgw"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/replicator"
 )
@@ -28,7 +27,7 @@ const schedulerName = "scheduler"
 const askPeerTimeout = 3 * time.Second
 
 // startReplicator starts the replication scheduler: it watches _replicator
-// and serves /_replicate and /_scheduler through httpgw's interface. In a
+// and serves /_replicate and /_scheduler (Services.Replicator). In a
 // cluster each _replicator doc is run by one live node (its owner), the
 // replication ids are the cluster's (so a job that moves resumes from its
 // checkpoints), and /_scheduler answers for every node.
@@ -58,15 +57,18 @@ func (n *Node) startReplicator() {
 	if n.cl != nil {
 		props := actor.PropsFromFunc(func(ctx actor.Context) {
 			if q, ok := ctx.Message().(*pb.SchedulerQuery); ok {
-				go func(sender *actor.PID) {
+				sender, root := ctx.Sender(), ctx.ActorSystem().Root
+				n.cl.wg.Go(func() {
 					st, b := n.localScheduler(q)
-					ctx.ActorSystem().Root.Send(sender, &pb.SchedulerAnswer{Status: int32(st), Json: b})
-				}(ctx.Sender())
+					root.Send(sender, &pb.SchedulerAnswer{Status: int32(st), Json: b})
+				})
 			}
 		})
-		if _, err := n.sys.Root.SpawnNamed(props, schedulerName); err != nil {
+		pid, err := n.sys.Root.SpawnNamed(props, schedulerName)
+		if err != nil {
 			n.log.Error("replicator: spawn scheduler endpoint", "err", err)
 		}
+		n.cl.sched = pid
 	}
 }
 
@@ -182,7 +184,7 @@ func (c clusterScheduler) merge(ctx context.Context, q *pb.SchedulerQuery, field
 // node's defaults; an existing one is fine.
 func (n *Node) createForReplicator(ctx context.Context, name string) error {
 	_, err := n.CreateDB(ctx, name, 0, 0)
-	if errors.Is(err, httpgw.ErrDBExists) {
+	if errors.Is(err, ErrDBExists) {
 		return nil
 	}
 	return err

@@ -2,11 +2,11 @@ package node
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/smoosh"
 	"github.com/settee/settee/storage"
 )
@@ -67,8 +67,12 @@ func (t smooshTarget) Compact(ctx context.Context, db string) error {
 	return err
 }
 
-// ConfigSection implements httpgw.Settings: the node's _config holds the
-// smoosh section only.
+// ErrConfigReadOnly is SetConfig's answer for a section settee does not
+// let change at run time.
+var ErrConfigReadOnly = errors.New("node: this config section cannot be changed")
+
+// ConfigSection is a section of the node's runtime config (/_node/_local/_config),
+// which holds the smoosh section only.
 func (n *Node) ConfigSection(section string) (map[string]string, bool) {
 	if section != smoosh.Section || n.smoosh == nil {
 		return nil, false
@@ -76,13 +80,13 @@ func (n *Node) ConfigSection(section string) (map[string]string, bool) {
 	return n.smoosh.Settings(), true
 }
 
-// ConfigSections implements httpgw.Settings.
+// ConfigSections names the config sections the node has.
 func (n *Node) ConfigSections() []string { return []string{smoosh.Section} }
 
-// SetConfig implements httpgw.Settings.
+// SetConfig changes a key and returns its old value.
 func (n *Node) SetConfig(section, key, value string) (string, error) {
 	if section != smoosh.Section || n.smoosh == nil {
-		return "", httpgw.ErrConfigReadOnly
+		return "", ErrConfigReadOnly
 	}
 	return n.smoosh.Set(key, value)
 }

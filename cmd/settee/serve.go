@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/node"
 )
 
@@ -46,6 +47,7 @@ func envInt(name string, def int) int {
 
 func serve(args []string) error {
 	cfg := node.Default()
+	cfg.Handler = httpgw.ForNode
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.DataDir, "data-dir", envDefault("data-dir", cfg.DataDir), "data directory (SETTEE_DATA_DIR)")
 	fs.StringVar(&cfg.HTTPAddr, "http", envDefault("http", cfg.HTTPAddr), "HTTP listen address (SETTEE_HTTP)")

@@ -172,3 +172,12 @@ func (c *Cluster) Heal() {
 		}
 	}
 }
+
+// Close stops every node that still runs (each node's Close waits for
+// everything it started); the test's cleanup would too, later.
+func (c *Cluster) Close() {
+	c.t.Helper()
+	for _, s := range c.Nodes {
+		s.Stop(c.t)
+	}
+}

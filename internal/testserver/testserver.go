@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/settee/settee/httpgw"
 	"github.com/settee/settee/node"
 )
 
@@ -35,6 +36,7 @@ type Option func(*node.Config)
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	cfg := node.Default()
+	cfg.Handler = httpgw.ForNode
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.Admin = AdminUser + ":" + AdminPassword
