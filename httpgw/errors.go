@@ -45,7 +45,6 @@ var (
 	errTooLarge      = newErr(413, "too_large", "the request entity is too large")
 	errBadSeq        = badRequest("Malformed sequence supplied in 'since' parameter.")
 	errIllegalDocID  = newErr(400, "illegal_docid", "Only reserved document ids may start with underscore.")
-	errDocIDNotStr   = newErr(400, "illegal_docid", "Document id must be a string")
 	errDocIDEmpty    = newErr(400, "illegal_docid", "Document id must not be empty")
 	errDocIDNotUTF8  = newErr(400, "illegal_docid", "Document id must be valid UTF-8")
 	errRevMismatchQ  = badRequest("Document rev from request body and query string have different values")

@@ -503,11 +503,11 @@ func integer(v any) (int64, bool) {
 }
 
 func rank(v any) int {
-	switch v.(type) {
+	switch v := v.(type) {
 	case nil:
 		return 0
 	case bool:
-		if v.(bool) {
+		if v {
 			return 2
 		}
 		return 1

@@ -19,12 +19,6 @@ import (
 	"github.com/settee/settee/internal/testcluster"
 )
 
-type docRev struct {
-	ID  string `json:"_id"`
-	Rev string `json:"_rev"`
-	N   int    `json:"n"`
-}
-
 func writeDocs(t *testing.T, c *testcluster.Cluster, node int, db, prefix string, from, to int) (accepted int) {
 	t.Helper()
 	var docs []string

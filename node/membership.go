@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -416,10 +415,4 @@ func (m *membership) logTransitions(now time.Time) {
 			m.log.Warn("member down", "member", mem.Name)
 		}
 	}
-}
-
-// memberJSON is a member as /_node/_local/_nodes and the admin CLI show it.
-func memberJSON(mem *pb.Member) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"_id": mem.Name, "node_addr": mem.NodeAddr, "http_addr": mem.HttpAddr})
-	return b
 }

@@ -160,7 +160,8 @@ func Stem(info *pb.FullDocInfo, limit int) []Rev {
 	}
 	var bbuf [stackNodes]bool
 	var ibuf [stackNodes]int32
-	hasChild, dist := bbuf[:0], ibuf[:0]
+	var hasChild []bool
+	var dist []int32
 	if n <= stackNodes {
 		hasChild, dist = bbuf[:n], ibuf[:n]
 	} else {

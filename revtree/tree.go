@@ -95,7 +95,7 @@ func Leaves(info *pb.FullDocInfo) []Leaf {
 		return nil
 	}
 	var buf [stackNodes]bool
-	hasChild := buf[:0]
+	var hasChild []bool
 	if n <= len(buf) {
 		hasChild = buf[:n]
 	} else {
@@ -129,7 +129,7 @@ func Winner(info *pb.FullDocInfo) (Leaf, bool) {
 		return Leaf{}, false
 	}
 	var buf [stackNodes]bool
-	hasChild := buf[:0]
+	var hasChild []bool
 	if n <= len(buf) {
 		hasChild = buf[:n]
 	} else {
@@ -269,7 +269,7 @@ func Latest(info *pb.FullDocInfo, idx int) []Leaf {
 		return nil
 	}
 	var buf [stackNodes]bool
-	hasChild := buf[:0]
+	var hasChild []bool
 	if n <= len(buf) {
 		hasChild = buf[:n]
 	} else {

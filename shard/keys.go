@@ -82,4 +82,3 @@ func (k keys) purgePrefix() []byte { return k.kind(kindPurge, 0) }
 
 func (k keys) attPrefix() []byte { return k.kind(kindAtt, 0) }
 
-func (k keys) bodyPrefix() []byte { return k.kind(kindBody, 0) }

@@ -1,0 +1,84 @@
+package node_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/settee/settee/internal/testserver"
+)
+
+// libraryGoroutines are goroutines of libraries that outlive any one node
+// by design, started once per process: they are not the node's to stop.
+var libraryGoroutines = []goleak.Option{
+	// glog-style flush daemon of grpc's logger, started at init
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+}
+
+// Nothing a node started outlives its Close: after a workload that touches
+// every long-lived part (shards, feeds, the replicator, compaction, the
+// auto-compactor), Close returns with no goroutine of settee's left.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, append(libraryGoroutines, goleak.IgnoreCurrent())...)
+	s := testserver.Start(t)
+	exercise(t, s)
+	s.Stop(t)
+}
+
+// exercise runs a short workload against s.
+func exercise(t *testing.T, s *testserver.Server) {
+	t.Helper()
+	expect := func(resp *http.Response, want ...int) {
+		t.Helper()
+		defer resp.Body.Close()
+		for _, w := range want {
+			if resp.StatusCode == w {
+				return
+			}
+		}
+		t.Fatalf("%s %s: status %d, want %v", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, want)
+	}
+	for _, db := range []string{"leak-a", "leak-b"} {
+		expect(s.Do(t, "PUT", "/"+db, nil), 201)
+	}
+	for i := range 20 {
+		expect(s.Do(t, "PUT", fmt.Sprintf("/leak-a/doc%d", i), `{"n":1}`), 201)
+	}
+	expect(s.Do(t, "GET", "/leak-a/_changes?feed=longpoll&since=now&timeout=100", nil), 200)
+	expect(s.Do(t, "GET", "/leak-a/_all_docs?include_docs=true", nil), 200)
+	req := s.NewRequest(t, "POST", "/_replicate", `{"source":"leak-a","target":"leak-b"}`)
+	req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(resp, 200)
+	// a continuous one still running at Close
+	expect(s.Do(t, "PUT", "/_replicator/leak-cont", `{"source":"leak-a","target":"leak-b","continuous":true}`), 201)
+	req = s.NewRequest(t, "POST", "/leak-a/_compact", "{}")
+	req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	expect(resp, 202)
+	resp = s.Do(t, "GET", "/_active_tasks", nil)
+	if b := readAll(t, resp); !strings.HasPrefix(b, "[") {
+		t.Fatalf("_active_tasks: %s", b)
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
