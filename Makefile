@@ -24,14 +24,24 @@ bench: build
 proto:
 	./scripts/genproto.sh
 
+# Every fuzz target, each for FUZZTIME (a seed corpus under testdata/fuzz
+# is replayed by the ordinary test run too).
+FUZZTIME ?= 30s
 fuzz:
-	go test ./docjson/ -run '^$$' -fuzz FuzzParseDoc -fuzztime 60s
-	go test ./revtree/ -run '^$$' -fuzz FuzzParseRev -fuzztime 30s
-	go test ./shard/ -run '^$$' -fuzz FuzzDecodeInfo -fuzztime 30s
-	go test ./couchdoc/ -run '^$$' -fuzz FuzzReadRelated -fuzztime 30s
-	go test ./couchdoc/ -run '^$$' -fuzz FuzzInlineToFollows -fuzztime 30s
-	go test ./couchdoc/ -run '^$$' -fuzz FuzzWalk -fuzztime 30s
-	go test ./httpgw/ -run '^$$' -fuzz FuzzMultipartPut -fuzztime 60s -fuzzminimizetime 3s
+	go test ./docjson/ -run '^$$' -fuzz '^FuzzParseDoc$$' -fuzztime $(FUZZTIME)
+	go test ./docjson/ -run '^$$' -fuzz '^FuzzParseBulkDocs$$' -fuzztime $(FUZZTIME)
+	go test ./docjson/ -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME)
+	go test ./revtree/ -run '^$$' -fuzz '^FuzzParseRev$$' -fuzztime $(FUZZTIME)
+	go test ./shard/ -run '^$$' -fuzz '^FuzzDecodeInfo$$' -fuzztime $(FUZZTIME)
+	go test ./coordinator/ -run '^$$' -fuzz '^FuzzDecodeSeq$$' -fuzztime $(FUZZTIME)
+	go test ./mango/ -run '^$$' -fuzz '^FuzzSelector$$' -fuzztime $(FUZZTIME)
+	go test ./couchdoc/ -run '^$$' -fuzz '^FuzzReadRelated$$' -fuzztime $(FUZZTIME)
+	go test ./couchdoc/ -run '^$$' -fuzz '^FuzzInlineToFollows$$' -fuzztime $(FUZZTIME)
+	go test ./couchdoc/ -run '^$$' -fuzz '^FuzzWalk$$' -fuzztime $(FUZZTIME)
+	go test ./httpgw/ -run '^$$' -fuzz '^FuzzQueryParams$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
+	go test ./httpgw/ -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
+	go test ./httpgw/ -run '^$$' -fuzz '^FuzzMultipartPut$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
+	./scripts/checkfuzz.sh
 
 # The Docker image settee:dev, FROM scratch around the static binary.
 docker:

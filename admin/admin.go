@@ -21,8 +21,11 @@ import (
 // Run executes settee admin with args, writing to out; it returns the
 // error to print (one line) and exit non-zero with.
 func Run(ctx context.Context, args []string, out io.Writer) error {
-	root := command(ctx, out)
-	root.SetArgs(args)
+	// admin hangs under a "settee" parent so that help and usage name the
+	// command a user types: "settee admin db [command]"
+	root := &cobra.Command{Use: "settee", CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true}}
+	root.AddCommand(command(ctx, out))
+	root.SetArgs(append([]string{"admin"}, args...))
 	root.SetOut(out)
 	root.SetErr(io.Discard)
 	root.SilenceUsage, root.SilenceErrors = true, true
@@ -56,7 +59,14 @@ func command(ctx context.Context, out io.Writer) *cobra.Command {
 	if def == "" {
 		def = "http://127.0.0.1:5984"
 	}
-	root := &cobra.Command{Use: "admin", Short: "operate a settee node or cluster"}
+	root := &cobra.Command{Use: "admin", Short: "operate a settee node or cluster", Args: cobra.ArbitraryArgs,
+		// a subcommand, not cobra's root: it checks its own arguments
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		}}
 	root.PersistentFlags().StringVar(&o.url, "url", def, "node URL with credentials, e.g. http://admin:pw@127.0.0.1:5984 (SETTEE_URL)")
 	root.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	root.AddCommand(pingCmd(o), clusterCmd(o), dbCmd(o), compactCmd(o), replicateCmd(o), tasksCmd(o))

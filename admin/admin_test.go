@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,19 @@ func TestAdminAgainstANode(t *testing.T) {
 				t.Fatalf("error %v, want one line containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Help and usage name the command as a user types it.
+func TestHelpSaysSetteeAdmin(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {}, {"db", "--help"}, {"cluster"}, {"db", "create", "--help"}} {
+		out, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		want := "settee admin " + strings.Join(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--help" }), " ")
+		if !strings.Contains(out, "Usage:\n  "+strings.TrimSpace(want)) {
+			t.Errorf("%v: usage does not say %q:\n%s", args, want, out)
+		}
 	}
 }

@@ -32,7 +32,7 @@ type ShardStats struct {
 	// file_size estimates the bytes this shard holds in badger, garbage
 	// included: what its commits wrote since its last compaction, reset to
 	// the live bytes by compaction. The node turns the estimates into real
-	// bytes on disk (shard.Disk).
+	// bytes on disk (storage.Disk).
 	FileSize         int64  `protobuf:"varint,1,opt,name=file_size,json=fileSize,proto3" json:"file_size,omitempty"`
 	PurgedInfosLimit uint64 `protobuf:"varint,2,opt,name=purged_infos_limit,json=purgedInfosLimit,proto3" json:"purged_infos_limit,omitempty"` // 0 = the default (1000)
 	Compactions      uint64 `protobuf:"varint,3,opt,name=compactions,proto3" json:"compactions,omitempty"`                                     // compactions completed
