@@ -19,8 +19,11 @@ import (
 // corpusLines reads the raw lines of dir/*.jsonl, by record name.
 func corpusLines(dir string) (map[string][]byte, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no *.jsonl in %s (%v)", dir, err)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no *.jsonl in %s", dir)
 	}
 	out := map[string][]byte{}
 	for _, f := range files {

@@ -262,23 +262,26 @@ func TestRecord(t *testing.T) {
 	if err := os.MkdirAll(*recordOut, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	stale, _ := filepath.Glob(filepath.Join(*recordOut, "*.jsonl"))
-	written := map[string]bool{}
+	// record everything first: a failed recording leaves the corpus as it was
+	outs := make([]bytes.Buffer, len(files))
 	n := 0
-	for _, sf := range files {
-		var out bytes.Buffer
+	for i, sf := range files {
 		for _, sd := range sf.scenarios {
 			lines, err := h.recordScenario(t, sf.area, sd)
 			if err != nil {
 				t.Fatalf("%s: scenario %s: %v", sf.path, sd.Scenario, err)
 			}
 			for _, l := range lines {
-				out.Write(l)
+				outs[i].Write(l)
 			}
 			n += len(lines)
 		}
+	}
+	stale, _ := filepath.Glob(filepath.Join(*recordOut, "*.jsonl"))
+	written := map[string]bool{}
+	for i, sf := range files {
 		p := filepath.Join(*recordOut, sf.area+".jsonl")
-		if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(p, outs[i].Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		written[p] = true
