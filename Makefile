@@ -1,4 +1,4 @@
-.PHONY: build test run bench proto fuzz docker
+.PHONY: build test run bench proto fuzz docker record
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GITSHA  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
@@ -17,6 +17,11 @@ test:
 
 run:
 	go run ./cmd/settee serve
+
+# Re-record the conformance corpus conformance/testdata/*.jsonl from a real
+# CouchDB 3.5.2 started with ../shared/couchdb (conformance/doc.go).
+record:
+	go test ./conformance/ -run '^TestRecord$$' -record -count=1 -v
 
 bench: build
 	./bin/settee bench --url $${SETTEE_URL:-http://admin:admin@127.0.0.1:5984}

@@ -35,32 +35,27 @@ const (
 	batchOKWait    = 5 * time.Second  // how long a read after batch=ok may wait for the write
 )
 
-// goldenDir finds the corpus: $SETTEE_GOLDEN_DIR, else shared/couchdb-golden
-// beside the repository (../../shared/couchdb-golden from this package).
-func goldenDir(t *testing.T) string {
+// corpusDir is the directory of the corpus replayed: testdata (in the
+// repository, always present), or $SETTEE_CORPUS_DIR to replay another
+// corpus of the same format (e.g. a fresh recording, see doc.go).
+func corpusDir(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("SETTEE_GOLDEN_DIR"); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "README.md")); err != nil {
-			t.Fatalf("SETTEE_GOLDEN_DIR=%s is not the golden corpus: %v", d, err)
-		}
-		return d
-	}
-	d, err := filepath.Abs(filepath.Join("..", "..", "shared", "couchdb-golden"))
-	if err != nil {
-		t.Fatal(err)
+	d := os.Getenv("SETTEE_CORPUS_DIR")
+	if d == "" {
+		d = "testdata"
 	}
 	if m, _ := filepath.Glob(filepath.Join(d, "*.jsonl")); len(m) == 0 {
-		t.Skipf("golden corpus not found at %s: set SETTEE_GOLDEN_DIR or put shared/couchdb-golden beside the repository", d)
+		t.Fatalf("no corpus (*.jsonl) in %s", d)
 	}
 	return d
 }
 
 func loadAll(t *testing.T) ([]*scenario, map[string]knownFailure) {
 	t.Helper()
-	dir := goldenDir(t)
+	dir := corpusDir(t)
 	scs, n, err := loadCorpus(dir)
 	if err != nil {
-		t.Fatalf("golden corpus %s: %v", dir, err)
+		t.Fatalf("corpus %s: %v", dir, err)
 	}
 	valid := map[string]bool{}
 	for _, sc := range scs {
@@ -72,7 +67,7 @@ func loadAll(t *testing.T) ([]*scenario, map[string]knownFailure) {
 	for _, err := range errs {
 		t.Error(err)
 	}
-	t.Logf("golden corpus %s: %d records in %d scenarios; %d listed in known_failures.txt", dir, n, len(scs), len(known))
+	t.Logf("corpus %s: %d records in %d scenarios; %d listed in known_failures.txt", dir, n, len(scs), len(known))
 	return scs, known
 }
 
@@ -100,7 +95,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("the corpus expects the server admin to be %q, testserver uses %q", corpusAdmin, testserver.AdminUser)
 	}
 	s := testserver.Start(t)
-	h := newHarness(s.URL)
+	h := newHarness(s.URL, testserver.AdminUser, testserver.AdminPassword)
 	var sum summary
 	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) { h.runScenario(t, sc, known, &sum) })
@@ -113,16 +108,20 @@ type harness struct {
 	base   string
 	host   string
 	client *http.Client
+	// the server admin's credentials, for <admin> and <admin-password>
+	adminUser, adminPassword string
 }
 
-func newHarness(base string) *harness {
+func newHarness(base, adminUser, adminPassword string) *harness {
 	u, err := url.Parse(base)
 	if err != nil {
 		panic(err)
 	}
 	return &harness{
-		base: strings.TrimSuffix(base, "/"),
-		host: u.Host,
+		base:          strings.TrimSuffix(base, "/"),
+		host:          u.Host,
+		adminUser:     adminUser,
+		adminPassword: adminPassword,
 		client: &http.Client{
 			// no transparent gzip: bodies are compared as the server sent them
 			Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4},
@@ -135,17 +134,19 @@ func newHarness(base string) *harness {
 
 // scenarioState is what one scenario accumulates.
 type scenarioState struct {
-	names   names
-	b       *bindings
-	cookies map[string]string // "<admin>"/"<user>" -> AuthSession value
+	names         names
+	b             *bindings
+	cookies       map[string]string // "<admin>"/"<user>" -> AuthSession value
+	adminPassword string            // what <admin-password> stands for
 }
 
-func newScenarioState(sc *scenario, base string) *scenarioState {
+func newScenarioState(sc *scenario, h *harness) *scenarioState {
 	db := "golden-" + strings.ToLower(sc.name)
 	return &scenarioState{
-		names:   names{db: db, db2: db + "-2", base: base},
-		b:       newBindings(),
-		cookies: map[string]string{},
+		names:         names{db: db, db2: db + "-2", base: h.base},
+		b:             newBindings(),
+		cookies:       map[string]string{},
+		adminPassword: h.adminPassword,
 	}
 }
 
@@ -159,7 +160,7 @@ type stepResult struct {
 }
 
 func (h *harness) runScenario(t *testing.T, sc *scenario, known map[string]knownFailure, sum *summary) {
-	st := newScenarioState(sc, h.base)
+	st := newScenarioState(sc, h)
 	defer h.cleanup(t, sc, st)
 
 	var setupDiffs []diff
@@ -394,7 +395,7 @@ func (h *harness) buildRequest(st *scenarioState, r *record) (*http.Request, err
 	}
 	switch auth {
 	case "<admin>":
-		req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+		req.SetBasicAuth(h.adminUser, h.adminPassword)
 	case "<user>":
 		req.SetBasicAuth(userName, userPassword)
 	case "<wrong>":
@@ -417,7 +418,7 @@ func (h *harness) buildRequest(st *scenarioState, r *record) (*http.Request, err
 // placeholders; esc escapes the inserted values for their context.
 func (st *scenarioState) substText(s string, esc func(string) string) (string, error) {
 	s = st.names.apply(s)
-	s = strings.ReplaceAll(s, "<admin-password>", esc(testserver.AdminPassword))
+	s = strings.ReplaceAll(s, "<admin-password>", esc(st.adminPassword))
 	var firstErr error
 	s = placeholderRe.ReplaceAllStringFunc(s, func(ph string) string {
 		p, _ := fullPlaceholder(ph)
@@ -510,14 +511,14 @@ func (h *harness) adminCall(method, path string) (int, []byte, error) {
 	p, q, _ := strings.Cut(path, "?")
 	req.URL = &url.URL{Scheme: "http", Host: h.host, Opaque: p, RawQuery: q}
 	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+	req.SetBasicAuth(h.adminUser, h.adminPassword)
 	status, _, body, err := h.do(req)
 	return status, body, err
 }
 
 // cleanup deletes the scenario's databases and, after the security scenario,
 // the user alice. Problems are logged, not failed: the server is thrown away.
-func (h *harness) cleanup(t *testing.T, sc *scenario, st *scenarioState) {
+func (h *harness) cleanup(t testing.TB, sc *scenario, st *scenarioState) {
 	for _, db := range []string{st.names.db, st.names.db2} {
 		status, body, err := h.adminCall("DELETE", "/"+db)
 		if err != nil || (status != 200 && status != 202 && status != 404) {

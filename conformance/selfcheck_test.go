@@ -15,9 +15,9 @@ import (
 // A failure here is a harness bug, not a settee one.
 func TestHarnessSelfCheck(t *testing.T) {
 	scs, _ := loadAll(t)
-	h := newHarness("http://127.0.0.1:1")
+	h := newHarness("http://127.0.0.1:1", corpusAdmin, "pw")
 	for _, sc := range scs {
-		st := newScenarioState(sc, h.base)
+		st := newScenarioState(sc, h)
 		for _, r := range sc.records {
 			req, err := h.buildRequest(st, r)
 			if err != nil {
