@@ -32,9 +32,6 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	if len(cps) == 1 {
 		reply, err := c.readDoc(ctx, cps[0], m)
 		if err != nil {
-			if pe, ok := err.(*pb.Error); ok {
-				return nil, pe
-			}
 			return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
 		}
 		return reply, nil
