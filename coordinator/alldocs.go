@@ -28,7 +28,6 @@ type cursor struct {
 	ref  *pb.ShardRef
 	q    *pb.ReadRange
 	rows []*pb.Row
-	more bool
 	done bool
 }
 

@@ -289,20 +289,31 @@ func (c *Coordinator) Wait(ctx context.Context, db, since string, timeout time.D
 		return false, err
 	}
 	refs, vec := c.resolve(ranges, pos)
-	got := make(chan struct{}, len(ranges))
-	for i := range ranges {
-		f := c.root.RequestFuture(c.pl.PID(refs[i]), &pb.WaitChange{Since: vec[i], TimeoutMs: uint32(timeout / time.Millisecond)}, timeout)
-		go func() {
-			if _, err := f.Result(); err == nil {
-				got <- struct{}{}
-			}
-		}()
-	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case <-got:
+	// the first copy to answer has a change: a shard answers a WaitChange
+	// only then
+	changed := false
+	q := &quorum{c: c, wants: []want{{copies: refs, need: 1, first: len(refs)}}, timeout: timeout}
+	q.ask = func(q *quorum, g, i int) {
+		q.request(g, i, c.pl.PID(refs[i]), &pb.WaitChange{Since: vec[i], TimeoutMs: uint32(timeout / time.Millisecond)})
+	}
+	err = q.wait(ctx, func(answer) error {
+		changed = true
+		return nil
+	})
+	switch {
+	case changed:
 		return true, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case err != nil:
+		return false, nil // the timeout passed
+	}
+	// every copy failed (unreachable, or its node seen down): no change
+	// can come, but the caller polls again once this returns, so it waits
+	// out the timeout as it would for a change
+	select {
 	case <-t.C:
 		return false, nil
 	case <-ctx.Done():
@@ -360,66 +371,6 @@ func (c *Coordinator) resolve(ranges []Range, pos []Pos) ([]*pb.ShardRef, []uint
 		}
 	}
 	return refs, seqs
-}
-
-// liveCheck is how often an ask to another node's copy looks whether that
-// node is still up.
-const liveCheck = 250 * time.Millisecond
-
-// seenDown reports whether ref is on another node that is now seen down:
-// an ask waiting on that copy has failed (a node that hangs with its
-// connections open never answers).
-func (c *Coordinator) seenDown(ref *pb.ShardRef) bool {
-	return ref.Node != c.pl.Self() && !c.pl.Alive(ref.Node)
-}
-
-// errDown is the failure of an ask to a copy whose node is seen down.
-func errDown(ref *pb.ShardRef) error {
-	return fmt.Errorf("%w: node %s is down", actors.ErrUnreachable, ref.Node)
-}
-
-// askCopy asks a shard copy. When the copy is on another node that is seen
-// down while the ask waits, it fails then rather than at its timeout (a
-// request in flight to a node that stopped is never answered).
-func askCopy[T any](ctx context.Context, c *Coordinator, ref *pb.ShardRef, msg any) (T, error) {
-	f := c.root.RequestFuture(c.pl.PID(ref), msg, actors.Timeout(ctx))
-	if ref.Node == c.pl.Self() {
-		return actors.Await[T](ctx, f)
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := actors.Await[T](ctx, f)
-		done <- result{v, err}
-	}()
-	t := time.NewTicker(liveCheck)
-	defer t.Stop()
-	var zero T
-	for {
-		select {
-		case r := <-done:
-			return r.v, r.err
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		case <-t.C:
-			if c.seenDown(ref) {
-				return zero, errDown(ref)
-			}
-		}
-	}
-}
-
-// otherCopy is a live copy of r on a node not in skip, this node's first.
-func (c *Coordinator) otherCopy(r Range, skip map[string]bool) *pb.ShardRef {
-	for _, cp := range c.copies(r) {
-		if !skip[cp.Node] && (cp.Node == c.pl.Self() || c.pl.Alive(cp.Node)) {
-			return cp
-		}
-	}
-	return nil
 }
 
 func refNodes(refs []*pb.ShardRef) []string {

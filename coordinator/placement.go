@@ -2,16 +2,12 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"hash/crc32"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	pb "github.com/settee/settee/proto"
 )
-
-// ErrDBNotFound is returned for a database that does not exist.
-var ErrDBNotFound = errors.New("coordinator: database does not exist")
 
 // Placement tells where a database's shard copies live and which nodes are
 // up; node implements it.

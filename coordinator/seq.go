@@ -3,14 +3,9 @@ package coordinator
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"strconv"
 	"strings"
 )
-
-// ErrBadSeq is returned for a since value that is not a sequence this
-// database gave out.
-var ErrBadSeq = errors.New("coordinator: malformed sequence")
 
 // Pos is a position in one range's changes: a sequence of one copy. Copies
 // number their changes independently, so a sequence means something only
