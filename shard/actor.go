@@ -148,6 +148,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.reader, _ = sys.ProcessRegistry.Add(newReader(a.cfg, a.st, sys), ReaderID(ctx.Self().Id))
 		}
 	case *actor.Stopping:
+		// a compaction batch still queued is refused: its compactor
+		// waits for the answer, and the node's shutdown for the compactor
+		if a.compactQ != nil {
+			ctx.Send(a.compactQ.sender, compactBatchDone{err: errStopping})
+			a.compactQ = nil
+		}
 		if a.reader != nil {
 			ctx.ActorSystem().ProcessRegistry.Remove(a.reader)
 		}

@@ -540,10 +540,17 @@ func (a *Actor) startCompaction(ctx actor.Context) {
 		revsLimit: int(a.meta.RevsLimit), tasks: a.cfg.Tasks, disk: a.cfg.Disk, log: a.cfg.Logger,
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
+	// the node's shutdown waits for the compactor (Disk.Close): its walk
+	// and reclaim end with storage.ErrClosed, its batches are refused by
+	// the stopping actor (Stopping)
+	if !a.cfg.Disk.Go(func() {
 		err := c.run()
 		root.Send(self, compactEnded{err: err})
-	}()
+	}) {
+		a.compacting, a.keep = false, nil
+		ctx.Respond(&pb.CompactStarted{Error: perr(ErrInternal.Code, storage.ErrClosed.Error())})
+		return
+	}
 	ctx.Respond(&pb.CompactStarted{})
 }
 

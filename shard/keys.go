@@ -81,4 +81,3 @@ func (k keys) purge(s uint64) []byte {
 func (k keys) purgePrefix() []byte { return k.kind(kindPurge, 0) }
 
 func (k keys) attPrefix() []byte { return k.kind(kindAtt, 0) }
-

@@ -65,6 +65,7 @@ type Disk struct {
 	// use guards badger against Close while a compactor reads or a
 	// reclamation runs.
 	use     sync.RWMutex
+	bg      sync.WaitGroup // work started with Go
 	closed  bool
 	closing chan struct{} // closed by Close
 
@@ -125,7 +126,8 @@ func (d *Disk) Release() {
 }
 
 // Close waits for compactor reads and reclamations in progress and refuses
-// new ones; the node calls it before closing badger.
+// new ones, then waits for the background work started with Go (which
+// the refusals end); the node calls it before closing badger.
 func (d *Disk) Close() {
 	d.use.Lock()
 	if !d.closed {
@@ -133,6 +135,25 @@ func (d *Disk) Close() {
 		close(d.closing)
 	}
 	d.use.Unlock()
+	d.bg.Wait()
+}
+
+// Go runs f on a goroutine of its own as background work on the store (a
+// shard's compaction), which Close waits for: f must end soon once the
+// Disk's calls answer ErrClosed. It reports false, and does not run f,
+// once Close was called. A nil Disk (tests of one shard) runs f unowned.
+func (d *Disk) Go(f func()) bool {
+	if d == nil {
+		go f()
+		return true
+	}
+	d.use.RLock()
+	defer d.use.RUnlock()
+	if d.closed {
+		return false
+	}
+	d.bg.Go(f)
+	return true
 }
 
 // AcquireCopy waits for the node's compaction copy slot; false once Close
