@@ -80,7 +80,7 @@ func (e *HTTPEndpoint) bulkGet(ctx context.Context, items []FetchItem, emit func
 		Docs []item `json:"docs"`
 	}{Docs: make([]item, len(items))}
 	for i, it := range items {
-		req.Docs[i] = item{ID: it.ID, Rev: it.Rev, AttsSince: it.AttsSince}
+		req.Docs[i] = item(it)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -78,7 +78,6 @@ type jobActor struct {
 	startSeq   string
 	startTime  time.Time
 	history    []any
-	srcRev     string
 	lastCkpt   string
 	ckptTimer  *time.Timer
 	task       *tasks.Task

@@ -28,12 +28,11 @@ const (
 // a page ahead while the job works; a continuous job then long-polls for
 // pages.
 type reader struct {
-	job       *actor.PID
-	cfg       *jobConfig
-	since     string
-	limit     int
-	caughtUp  bool
-	heartbeat int
+	job      *actor.PID
+	cfg      *jobConfig
+	since    string
+	limit    int
+	caughtUp bool
 	// feed brings the pages of the running feed (nil: none running).
 	feed chan feedItem
 }
