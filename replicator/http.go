@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,19 +58,19 @@ type HTTPEndpoint struct {
 	// (nil: nothing is logged).
 	Log *slog.Logger
 
-	mu          sync.Mutex
-	localRevs   map[string]string // _rev of _local docs last read or written
-	noBulkGet   bool
-	noMultipart bool // the peer refused a multipart PUT: JSON from then on
-	noSelector  bool // the peer refused filter=_selector: unfiltered from then on
+	mu        sync.Mutex
+	localRevs map[string]string // _rev of _local docs last read or written
+
+	// what the peer turned out not to take, remembered for the rest of
+	// the job (set once, read by every worker)
+	noBulkGet   atomic.Bool // no _bulk_get: open_revs per doc
+	noMultipart atomic.Bool // a multipart PUT refused: JSON from then on
+	noSelector  atomic.Bool // filter=_selector refused: unfiltered from then on
 }
 
 // DefaultConnectionTimeout is connection_timeout when neither the
 // replication nor the node sets one (CouchDB's default, 30 s).
 const DefaultConnectionTimeout = 30 * time.Second
-
-// maxBackoff caps the doubling delay between retries of a request.
-const maxBackoff = 10 * time.Second
 
 // DefaultMultipartMin is new endpoints' MultipartMin: below it one
 // _bulk_docs for many docs costs less than a request per doc (see the
@@ -149,7 +150,7 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 		u += "?" + q.Encode()
 	}
 	where := strings.TrimSuffix(e.name, "/") + path
-	delay := e.Backoff
+	wait := e.backoff()
 	for attempt := 0; ; attempt++ {
 		resp, b, status, err := e.once(ctx, method, u, where, body, stream)
 		retry := err != nil || status >= 500 || status == 429
@@ -181,14 +182,9 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 			}
 			return nil, nil, he
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		case <-t.C:
+		if err := wait.next(ctx); err != nil {
+			return nil, nil, err
 		}
-		delay = min(delay*2, maxBackoff)
 	}
 }
 

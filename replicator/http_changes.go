@@ -28,12 +28,7 @@ type changesJSON struct {
 
 // Changes reads one page of changes (a longpoll when q.Wait).
 func (e *HTTPEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPage, error) {
-	method, v, body := e.changesRequest(q)
-	b, err := e.do(ctx, method, "/_changes", v, body)
-	if err != nil && e.refusesSelector(q, err) {
-		method, v, body = e.changesRequest(q)
-		b, err = e.do(ctx, method, "/_changes", v, body)
-	}
+	b, err := e.askChanges(ctx, q, false)
 	if err != nil {
 		return nil, err
 	}
@@ -55,4 +50,21 @@ func (e *HTTPEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPag
 		p.Rows = append(p.Rows, ch)
 	}
 	return p, nil
+}
+
+// askChanges sends the _changes request for q (count: limit=0, only the
+// pending count) and returns the answer. A source that refuses
+// filter=_selector is asked once more, unfiltered (refusesSelector says
+// so only the first time).
+func (e *HTTPEndpoint) askChanges(ctx context.Context, q ChangesQuery, count bool) ([]byte, error) {
+	for {
+		method, v, body := e.changesRequest(q)
+		if count {
+			v.Set("limit", "0")
+		}
+		b, err := e.do(ctx, method, "/_changes", v, body)
+		if err == nil || !e.refusesSelector(q, err) {
+			return b, err
+		}
+	}
 }

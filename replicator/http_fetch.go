@@ -49,18 +49,13 @@ func (e *HTTPEndpoint) emitRev(what, id string, r *revResult, emit func(string, 
 }
 
 func (e *HTTPEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(string, []byte)) error {
-	e.mu.Lock()
-	noBulk := e.noBulkGet
-	e.mu.Unlock()
-	if !noBulk {
+	if !e.noBulkGet.Load() {
 		err := e.bulkGet(ctx, items, emit)
 		if err == nil || !bulkGetUnsupported(err) {
 			return err
 		}
 		// an old peer without _bulk_get (CouchDB < 2.3): open_revs per doc
-		e.mu.Lock()
-		e.noBulkGet = true
-		e.mu.Unlock()
+		e.noBulkGet.Store(true)
 	}
 	for _, it := range items {
 		if err := e.openRevs(ctx, it, emit); err != nil {

@@ -49,10 +49,7 @@ func (e *HTTPEndpoint) multipartDoc(d []byte) *couchdoc.FollowsDoc {
 	if e.MultipartMin < 0 || len(d) < e.MultipartMin || !bytes.Contains(d, []byte(`"data":"`)) {
 		return nil
 	}
-	e.mu.Lock()
-	no := e.noMultipart
-	e.mu.Unlock()
-	if no {
+	if e.noMultipart.Load() {
 		return nil
 	}
 	fd, ok := couchdoc.InlineToFollows(d)
@@ -99,9 +96,7 @@ func (e *HTTPEndpoint) putMultipart(ctx context.Context, fd *couchdoc.FollowsDoc
 	}
 	switch he.Status {
 	case 400, 415:
-		e.mu.Lock()
-		e.noMultipart = true
-		e.mu.Unlock()
+		e.noMultipart.Store(true)
 		return 0, errNoMultipart
 	case 403, 409, 412, 413:
 		return 1, nil

@@ -181,7 +181,7 @@ func (w *watcher) poll() {
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.cfg.Log.Warn("replicator: watching _replicator", "err", err)
-			sleep(s.ctx, time.Second)
+			_ = sleep(s.ctx, time.Second)
 		}
 		return
 	}
@@ -190,15 +190,6 @@ func (w *watcher) poll() {
 		return
 	}
 	_, _ = c.Wait(s.ctx, ReplicatorDB, w.since, time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 func (e *entry) event(typ string, reason string) {
