@@ -60,10 +60,17 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	pid    *actor.PID
 
+	// started counts what the scheduler started and Close waits for
+	// besides the watcher: each job until its actor tree has stopped
+	// (a job stopped earlier may still be checkpointing), and each write
+	// recording a completion.
+	started sync.WaitGroup
+
 	mu         sync.Mutex
 	byID       map[string]*entry // by full replication id
 	byDoc      map[string]*entry // _replicator docs, by doc id
 	lastRotate time.Time
+	closed     bool // set by Close: no job starts after it
 }
 
 // entry is one replication the scheduler knows.
@@ -121,8 +128,16 @@ func Start(cfg Config) *Scheduler {
 	return s
 }
 
-// Close stops the watcher and every job, and waits for them.
+// Close stops the watcher and every job, and returns once nothing the
+// scheduler started runs: the watcher, every job's actors and its reader's
+// feed goroutine (jobs stopped before Close included), and the writes
+// recording completions.
 func (s *Scheduler) Close() {
+	s.mu.Lock()
+	// every Add to s.started happens before this (or while a job it
+	// counts still runs), so the Wait below cannot miss one
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	_ = s.cfg.System.Root.StopFuture(s.pid).Wait()
 	s.mu.Lock()
@@ -137,13 +152,10 @@ func (s *Scheduler) Close() {
 	s.mu.Unlock()
 	// every job is told first, then waited for: each checkpoints as it
 	// stops (up to stopCheckpointTimeout), all at once
-	futs := make([]*actor.Future, 0, len(pids))
 	for _, p := range pids {
-		futs = append(futs, s.cfg.System.Root.StopFuture(p))
+		s.cfg.System.Root.Stop(p)
 	}
-	for _, f := range futs {
-		_ = f.Wait()
-	}
+	s.started.Wait()
 }
 
 // watcher is the scheduler's actor: it follows _replicator's changes
@@ -375,6 +387,9 @@ func (s *Scheduler) connTimeout(rep *Rep) time.Duration {
 }
 
 func (s *Scheduler) startJob(e *entry) {
+	if s.closed {
+		return
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	e.gen++
 	gen := e.gen
@@ -383,6 +398,8 @@ func (s *Scheduler) startJob(e *entry) {
 		source: s.endpoint(e.rep.Source, e.rep, ct), target: s.endpoint(e.rep.Target, e.rep, ct), connTimeout: ct,
 		tasks: s.cfg.Tasks, log: s.cfg.Log, ctx: ctx, cancel: cancel}
 	cfg.report = func(ev JobEvent) { s.onEvent(e, gen, ev) }
+	s.started.Add(1)
+	cfg.stopped = s.started.Done
 	e.stop = cancel
 	e.state = "initializing"
 	e.runSince = time.Now()
@@ -421,7 +438,9 @@ func (s *Scheduler) onEvent(e *entry, gen int, ev JobEvent) {
 		if e.docID == "" {
 			delete(s.byID, e.repID)
 		} else {
-			go s.markCompleted(e.docID, e.docRev, e.docBody, ev.Stats)
+			// the job reporting is still counted in s.started, so this
+			// Add cannot race Close's Wait
+			s.started.Go(func() { s.markCompleted(e.docID, e.docRev, e.docBody, ev.Stats) })
 		}
 	case "failed":
 		e.pid = nil
@@ -517,6 +536,10 @@ func (s *Scheduler) Replicate(ctx context.Context, body []byte) (int, []byte) {
 	if e != nil && e.docID != "" {
 		s.mu.Unlock()
 		return jsonErr(409, "conflict", "replication `"+repID+"` is already run by _replicator doc `"+e.docID+"`")
+	}
+	if e == nil && s.closed {
+		s.mu.Unlock()
+		return jsonErr(500, "replication_failed", "the replicator is shutting down")
 	}
 	if e == nil {
 		e = &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, state: "pending",
