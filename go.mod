@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/common v0.44.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.60.1
 	google.golang.org/protobuf v1.36.12
 )
