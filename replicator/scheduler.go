@@ -440,7 +440,8 @@ func (s *Scheduler) onEvent(e *entry, gen int, ev JobEvent) {
 		} else {
 			// the job reporting is still counted in s.started, so this
 			// Add cannot race Close's Wait
-			s.started.Go(func() { s.markCompleted(e.docID, e.docRev, e.docBody, ev.Stats) })
+			id, rev, body := e.docID, e.docRev, e.docBody // read under s.mu
+			s.started.Go(func() { s.markCompleted(id, rev, body, ev.Stats) })
 		}
 	case "failed":
 		e.pid = nil
