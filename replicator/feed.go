@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/settee/settee/couchdoc"
 	pb "github.com/settee/settee/proto"
@@ -84,7 +83,7 @@ func (e *HTTPEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page 
 	// one count at the start for changes_pending (a source counts the
 	// changes after since for every page that reaches its limit)
 	f.pending = e.pendingAfter(ctx, q)
-	delay, fails := e.Backoff, 0
+	wait, fails := e.backoff(), 0
 	for {
 		before := f.since
 		err := e.feedOnce(ctx, q, f)
@@ -100,19 +99,14 @@ func (e *HTTPEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page 
 			return no.err // open retried it already
 		}
 		if f.since != before {
-			delay, fails = e.Backoff, 0
+			wait, fails = e.backoff(), 0
 		}
 		if fails++; fails > e.Retries {
 			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := wait.next(ctx); err != nil {
+			return err
 		}
-		delay = min(delay*2, maxBackoff)
 	}
 }
 
@@ -448,9 +442,7 @@ func (e *HTTPEndpoint) changesRequest(q ChangesQuery) (string, url.Values, []byt
 }
 
 func (e *HTTPEndpoint) selectorRefused() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.noSelector
+	return e.noSelector.Load()
 }
 
 // refusesSelector tells, after a _changes request for q failed with err,
@@ -469,12 +461,9 @@ func (e *HTTPEndpoint) refusesSelector(q ChangesQuery, err error) bool {
 	default:
 		return false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.noSelector {
+	if !e.noSelector.CompareAndSwap(false, true) {
 		return false // it was asked unfiltered: the error is another one
 	}
-	e.noSelector = true
 	if e.Log != nil {
 		e.Log.Warn("replicator: source refuses filter=_selector, filtering fetched docs instead",
 			"source", e.name, "status", he.Status, "error", he.Code, "reason", he.Reason)
@@ -486,14 +475,7 @@ func (e *HTTPEndpoint) refusesSelector(q ChangesQuery, err error) bool {
 // source does not say.
 func (e *HTTPEndpoint) pendingAfter(ctx context.Context, q ChangesQuery) uint64 {
 	q.Limit, q.Wait = 0, false
-	method, v, body := e.changesRequest(q)
-	v.Set("limit", "0")
-	b, err := e.do(ctx, method, "/_changes", v, body)
-	if err != nil && e.refusesSelector(q, err) {
-		method, v, body = e.changesRequest(q)
-		v.Set("limit", "0")
-		b, err = e.do(ctx, method, "/_changes", v, body)
-	}
+	b, err := e.askChanges(ctx, q, true)
 	if err != nil {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,8 +41,11 @@ type jobConfig struct {
 	log         *slog.Logger
 	// report is called from the job actor's goroutine, in order.
 	report func(JobEvent)
-	ctx    context.Context
-	cancel context.CancelFunc
+	// stopped is called once, last, when the job's actors have stopped
+	// and nothing the job started runs any more.
+	stopped func()
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // Control messages below never leave the job's actor tree (timers and
@@ -73,14 +77,16 @@ type jobActor struct {
 	readerDone bool
 	pending    uint64
 
-	stats      *pb.RepStats
-	session    string
-	startSeq   string
-	startTime  time.Time
-	history    []any
-	srcRev     string
-	lastCkpt   string
-	ckptTimer  *time.Timer
+	stats     *pb.RepStats
+	session   string
+	startSeq  string
+	startTime time.Time
+	history   []any
+	lastCkpt  string
+	ckptTimer *time.Timer
+	// ticking counts the checkpoint timer while its func may run, so
+	// that the stopped job waits for it
+	ticking    sync.WaitGroup
 	task       *tasks.Task
 	finished   bool
 	srcLastSeq string
@@ -144,9 +150,13 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			j.stopCheckpoint()
 		}
 	case *actor.Stopped:
-		if j.ckptTimer != nil {
-			j.ckptTimer.Stop()
+		// the children have stopped by now (an actor stops after its
+		// children), so this is the last the job does
+		defer j.cfg.stopped()
+		if j.ckptTimer != nil && j.ckptTimer.Stop() {
+			j.ticking.Done() // its func will not run
 		}
+		j.ticking.Wait()
 		if j.task != nil {
 			j.task.Done()
 		}
@@ -222,7 +232,11 @@ func (j *jobActor) start(ctx actor.Context) error {
 func (j *jobActor) armTimer(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	d := time.Duration(j.cfg.rep.CheckpointMillis) * time.Millisecond
-	j.ckptTimer = time.AfterFunc(d, func() { root.Send(self, checkpointTick{}) })
+	j.ticking.Add(1)
+	j.ckptTimer = time.AfterFunc(d, func() {
+		defer j.ticking.Done()
+		root.Send(self, checkpointTick{})
+	})
 }
 
 func (j *jobActor) onPage(ctx actor.Context, p *pb.RepChangesPage) {

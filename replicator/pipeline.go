@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -28,14 +29,17 @@ const (
 // a page ahead while the job works; a continuous job then long-polls for
 // pages.
 type reader struct {
-	job       *actor.PID
-	cfg       *jobConfig
-	since     string
-	limit     int
-	caughtUp  bool
-	heartbeat int
+	job      *actor.PID
+	cfg      *jobConfig
+	since    string
+	limit    int
+	caughtUp bool
 	// feed brings the pages of the running feed (nil: none running).
 	feed chan feedItem
+	// stopFeed ends the feed's goroutine, and feeding counts it until it
+	// has returned: the reader does not stop before it.
+	stopFeed context.CancelFunc
+	feeding  sync.WaitGroup
 }
 
 // feedItem is a page of a feed, or the error that ended it.
@@ -50,6 +54,11 @@ func (r *reader) Receive(ctx actor.Context) {
 		ctx.Send(ctx.Self(), readNext{})
 	case readNext:
 		r.read(ctx)
+	case *actor.Stopped:
+		if r.stopFeed != nil {
+			r.stopFeed()
+		}
+		r.feeding.Wait()
 	}
 }
 
@@ -105,19 +114,21 @@ func (r *reader) readFeed(ctx actor.Context) {
 		// a seq per batch is all the job needs (batches are cut from pages
 		// of whole batches, so each ends on a row with a seq)
 		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector, SeqInterval: r.cfg.rep.WorkerBatchSize}
-		go func() {
+		fc, stop := context.WithCancel(c)
+		r.stopFeed = stop
+		r.feeding.Go(func() {
 			send := func(it feedItem) error {
 				select {
 				case ch <- it:
 					return nil
-				case <-c.Done():
-					return c.Err()
+				case <-fc.Done():
+					return fc.Err()
 				}
 			}
-			if err := src.Feed(c, q, size, func(p *ChangesPage) error { return send(feedItem{page: p}) }); err != nil {
+			if err := src.Feed(fc, q, size, func(p *ChangesPage) error { return send(feedItem{page: p}) }); err != nil {
 				_ = send(feedItem{err: err})
 			}
-		}()
+		})
 	}
 	var it feedItem
 	select {
@@ -138,7 +149,10 @@ func (r *reader) readFeed(ctx actor.Context) {
 	r.since = p.LastSeq
 	done := false
 	if p.End {
+		// the goroutine returns after the last page; its context goes
 		r.feed = nil
+		r.stopFeed()
+		r.stopFeed = nil
 		if r.cfg.rep.Continuous {
 			r.caughtUp = true
 		} else {

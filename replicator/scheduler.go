@@ -60,10 +60,17 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	pid    *actor.PID
 
+	// started counts what the scheduler started and Close waits for
+	// besides the watcher: each job until its actor tree has stopped
+	// (a job stopped earlier may still be checkpointing), and each write
+	// recording a completion.
+	started sync.WaitGroup
+
 	mu         sync.Mutex
 	byID       map[string]*entry // by full replication id
 	byDoc      map[string]*entry // _replicator docs, by doc id
 	lastRotate time.Time
+	closed     bool // set by Close: no job starts after it
 }
 
 // entry is one replication the scheduler knows.
@@ -121,8 +128,16 @@ func Start(cfg Config) *Scheduler {
 	return s
 }
 
-// Close stops the watcher and every job, and waits for them.
+// Close stops the watcher and every job, and returns once nothing the
+// scheduler started runs: the watcher, every job's actors and its reader's
+// feed goroutine (jobs stopped before Close included), and the writes
+// recording completions.
 func (s *Scheduler) Close() {
+	s.mu.Lock()
+	// every Add to s.started happens before this (or while a job it
+	// counts still runs), so the Wait below cannot miss one
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	_ = s.cfg.System.Root.StopFuture(s.pid).Wait()
 	s.mu.Lock()
@@ -137,13 +152,10 @@ func (s *Scheduler) Close() {
 	s.mu.Unlock()
 	// every job is told first, then waited for: each checkpoints as it
 	// stops (up to stopCheckpointTimeout), all at once
-	futs := make([]*actor.Future, 0, len(pids))
 	for _, p := range pids {
-		futs = append(futs, s.cfg.System.Root.StopFuture(p))
+		s.cfg.System.Root.Stop(p)
 	}
-	for _, f := range futs {
-		_ = f.Wait()
-	}
+	s.started.Wait()
 }
 
 // watcher is the scheduler's actor: it follows _replicator's changes
@@ -181,7 +193,7 @@ func (w *watcher) poll() {
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.cfg.Log.Warn("replicator: watching _replicator", "err", err)
-			sleep(s.ctx, time.Second)
+			_ = sleep(s.ctx, time.Second)
 		}
 		return
 	}
@@ -190,15 +202,6 @@ func (w *watcher) poll() {
 		return
 	}
 	_, _ = c.Wait(s.ctx, ReplicatorDB, w.since, time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 func (e *entry) event(typ string, reason string) {
@@ -384,6 +387,9 @@ func (s *Scheduler) connTimeout(rep *Rep) time.Duration {
 }
 
 func (s *Scheduler) startJob(e *entry) {
+	if s.closed {
+		return
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	e.gen++
 	gen := e.gen
@@ -392,6 +398,8 @@ func (s *Scheduler) startJob(e *entry) {
 		source: s.endpoint(e.rep.Source, e.rep, ct), target: s.endpoint(e.rep.Target, e.rep, ct), connTimeout: ct,
 		tasks: s.cfg.Tasks, log: s.cfg.Log, ctx: ctx, cancel: cancel}
 	cfg.report = func(ev JobEvent) { s.onEvent(e, gen, ev) }
+	s.started.Add(1)
+	cfg.stopped = s.started.Done
 	e.stop = cancel
 	e.state = "initializing"
 	e.runSince = time.Now()
@@ -430,7 +438,10 @@ func (s *Scheduler) onEvent(e *entry, gen int, ev JobEvent) {
 		if e.docID == "" {
 			delete(s.byID, e.repID)
 		} else {
-			go s.markCompleted(e.docID, e.docRev, e.docBody, ev.Stats)
+			// the job reporting is still counted in s.started, so this
+			// Add cannot race Close's Wait
+			id, rev, body := e.docID, e.docRev, e.docBody // read under s.mu
+			s.started.Go(func() { s.markCompleted(id, rev, body, ev.Stats) })
 		}
 	case "failed":
 		e.pid = nil
@@ -494,174 +505,4 @@ func statsJSON(st *pb.RepStats, seq string) map[string]any {
 		m["checkpointed_source_seq"] = rawToAny(seq)
 	}
 	return m
-}
-
-// ---------------------------------------------------------------- HTTP answers
-
-// Replicate serves POST /_replicate: a one-shot answers when done, a
-// continuous one once started; cancel stops a running one. It returns the
-// status and the JSON body.
-func (s *Scheduler) Replicate(ctx context.Context, body []byte) (int, []byte) {
-	rep, err := ParseRep(body)
-	if err != nil {
-		return jsonErr(400, "bad_request", err.Error())
-	}
-	s.mu.Lock()
-	if rep.Cancel {
-		id := rep.ID
-		if rep.Source != nil {
-			id = rep.FullID(s.cfg.ServerUUID)
-		}
-		e := s.byID[id]
-		if e == nil || e.docID != "" {
-			s.mu.Unlock()
-			return jsonErr(404, "not_found", "Replication `"+id+"` not found")
-		}
-		s.remove(e)
-		s.mu.Unlock()
-		return jsonOK(200, map[string]any{"ok": true, "_local_id": id})
-	}
-	repID := rep.FullID(s.cfg.ServerUUID)
-	e := s.byID[repID]
-	if e != nil && e.docID != "" {
-		s.mu.Unlock()
-		return jsonErr(409, "conflict", "replication `"+repID+"` is already run by _replicator doc `"+e.docID+"`")
-	}
-	if e == nil {
-		e = &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, state: "pending",
-			startTime: time.Now(), stats: &pb.RepStats{}}
-		e.event("added", "")
-		s.byID[repID] = e
-		s.startJob(e)
-	}
-	if rep.Continuous {
-		s.mu.Unlock()
-		return jsonOK(202, map[string]any{"ok": true, "_local_id": repID})
-	}
-	ch := make(chan JobEvent, 1)
-	e.waiters = append(e.waiters, ch)
-	s.mu.Unlock()
-	select {
-	case ev := <-ch:
-		if ev.Kind == "completed" {
-			return jsonOK(200, ev.Result)
-		}
-		if isNotFound(ev.Err) {
-			return jsonErr(404, "db_not_found", ev.Err.Error())
-		}
-		return jsonErr(500, "replication_failed", ev.Err.Error())
-	case <-ctx.Done():
-		// the client went away: a one-shot transient job goes with it
-		s.mu.Lock()
-		if s.byID[repID] == e {
-			s.remove(e)
-		}
-		s.mu.Unlock()
-		return jsonErr(500, "timeout", "replication cancelled")
-	}
-}
-
-func jsonOK(status int, v any) (int, []byte) {
-	b, _ := json.Marshal(v)
-	return status, append(b, '\n')
-}
-
-func jsonErr(status int, code, reason string) (int, []byte) {
-	return jsonOK(status, map[string]string{"error": code, "reason": reason})
-}
-
-func (s *Scheduler) info(e *entry) any {
-	switch e.state {
-	case "crashing", "failed":
-		return map[string]any{"error": e.errMsg}
-	case "pending":
-		if e.errMsg != "" {
-			return map[string]any{"error": e.errMsg}
-		}
-		return nil
-	}
-	return statsJSON(e.stats, e.ckptSeq)
-}
-
-func (s *Scheduler) docJSON(e *entry) map[string]any {
-	m := map[string]any{
-		"database": ReplicatorDB, "doc_id": e.docID, "node": s.cfg.NodeName,
-		"state": e.state, "info": s.info(e), "error_count": e.errCount,
-		"start_time":   e.startTime.UTC().Format(time.RFC3339),
-		"last_updated": e.lastUpdated.UTC().Format(time.RFC3339),
-		"id":           nullable(e.repID), "source": nil, "target": nil,
-	}
-	if e.rep != nil {
-		m["source"], m["target"] = e.rep.Source.Redacted(), e.rep.Target.Redacted()
-	}
-	return m
-}
-
-// Jobs serves GET /_scheduler/jobs: the replications running or waiting.
-func (s *Scheduler) Jobs(context.Context) (int, []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	jobs := []map[string]any{}
-	for _, e := range s.sorted() {
-		if e.repID == "" || e.state == "completed" || e.state == "failed" || !s.owned(e) {
-			continue
-		}
-		j := map[string]any{
-			"id": e.repID, "database": nil, "doc_id": nil, "node": s.cfg.NodeName,
-			"source": e.rep.Source.Redacted(), "target": e.rep.Target.Redacted(), "user": nil,
-			"info": s.info(e), "history": e.events, "pid": nil,
-			"start_time": e.startTime.UTC().Format(time.RFC3339), "state": e.state,
-		}
-		if e.docID != "" {
-			j["database"], j["doc_id"] = ReplicatorDB, e.docID
-		}
-		if e.pid != nil {
-			j["pid"] = e.pid.Id
-		}
-		jobs = append(jobs, j)
-	}
-	return jsonOK(200, map[string]any{"total_rows": len(jobs), "offset": 0, "jobs": jobs})
-}
-
-// Docs serves GET /_scheduler/docs[/_replicator[/<id>]].
-func (s *Scheduler) Docs(_ context.Context, db, id string) (int, []byte) {
-	if db != "" && db != ReplicatorDB {
-		return jsonErr(404, "not_found", "Database does not exist.")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id != "" {
-		e := s.byDoc[id]
-		if e == nil || !s.owned(e) {
-			return jsonErr(404, "not_found", "missing")
-		}
-		return jsonOK(200, s.docJSON(e))
-	}
-	docs := []map[string]any{}
-	for _, e := range s.sorted() {
-		if e.docID != "" && s.owned(e) {
-			docs = append(docs, s.docJSON(e))
-		}
-	}
-	return jsonOK(200, map[string]any{"total_rows": len(docs), "offset": 0, "docs": docs})
-}
-
-func (s *Scheduler) sorted() []*entry {
-	seen := map[*entry]bool{}
-	var out []*entry
-	for _, m := range []map[string]*entry{s.byDoc, s.byID} {
-		for _, e := range m {
-			if !seen[e] {
-				seen[e] = true
-				out = append(out, e)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].docID != out[j].docID {
-			return out[i].docID < out[j].docID
-		}
-		return out[i].repID < out[j].repID
-	})
-	return out
 }
