@@ -76,10 +76,5 @@ func TestSchedulerCloseLeavesNoGoroutine(t *testing.T) {
 	replicator.CloseIdleConnections()
 	// the proxies' own connections to the node, and the test's
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	goleak.VerifyNone(t, before,
-		// the node's own scheduler (not the one under test, whose
-		// cluster has no _replicator) long-polls _replicator through
-		// coordinator.Wait, which leaves a goroutine per shard waiting on
-		// its future for up to the poll's timeout after it returns
-		goleak.IgnoreAnyFunction("github.com/settee/settee/coordinator.(*Coordinator).Wait.func1"))
+	goleak.VerifyNone(t, before)
 }

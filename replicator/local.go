@@ -36,14 +36,8 @@ func NewLocalEndpoint(c *coordinator.Coordinator, db string, create CreateFunc) 
 func (e *LocalEndpoint) Name() string { return e.db }
 func (e *LocalEndpoint) Close()       {}
 
-// errShardNotFound matches, by code (pb.Error's Is), a shard's "not_found"
-// as it comes back from the coordinator: a missing doc, _local doc or
-// database copy. The value belongs to coordinator, which passes the shard's
-// errors on; it is defined here until coordinator exports it.
-var errShardNotFound error = &pb.Error{Code: "not_found"}
-
 func (e *LocalEndpoint) wrap(err error) error {
-	if errors.Is(err, coordinator.ErrDBNotFound) || errors.Is(err, errShardNotFound) {
+	if errors.Is(err, coordinator.ErrDBNotFound) || errors.Is(err, coordinator.ErrNotFound) {
 		return fmt.Errorf("%w: database %s: %w", ErrNotFound, e.db, err)
 	}
 	return err
