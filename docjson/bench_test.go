@@ -207,3 +207,25 @@ func BenchmarkAppendString(b *testing.B) {
 		buf = AppendString(buf[:0], s)
 	}
 }
+
+// BenchmarkParseDocRevisions is a replicated write (new_edits=false): the
+// medium doc with a _revisions history of 100 ids.
+func BenchmarkParseDocRevisions(b *testing.B) {
+	var revs bytes.Buffer
+	revs.WriteString(`{"_revisions":{"start":100,"ids":[`)
+	for i := range 100 {
+		if i > 0 {
+			revs.WriteByte(',')
+		}
+		fmt.Fprintf(&revs, `"%032x"`, 1000003*(i+1))
+	}
+	revs.WriteString(`]},`)
+	doc := append(revs.Bytes(), mediumDoc(1)[1:]...)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := ParseDoc(doc); err != nil || len(d.Revisions.IDs) != 100 {
+			b.Fatal(err)
+		}
+	}
+}
