@@ -26,6 +26,7 @@ proto:
 
 fuzz:
 	go test ./docjson/ -run '^$$' -fuzz FuzzParseDoc -fuzztime 60s
+	go test ./docjson/ -run '^$$' -fuzz FuzzWalker -fuzztime 30s
 	go test ./revtree/ -run '^$$' -fuzz FuzzParseRev -fuzztime 30s
 	go test ./shard/ -run '^$$' -fuzz FuzzDecodeInfo -fuzztime 30s
 	go test ./couchdoc/ -run '^$$' -fuzz FuzzReadRelated -fuzztime 30s

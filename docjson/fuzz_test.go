@@ -379,3 +379,92 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWalker checks the trusting walker against the validating scanner: on
+// valid JSON both delimit every value alike, and Object and Array visit
+// the members encoding/json finds; on anything else the walker never
+// panics and every end it returns lies past where it started, within b.
+func FuzzWalker(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[1,{"c":"\""}],"d":"\\"}`, `[1,"x",[],{}]`, `{}`, `[]`, ` { "a" : [ 1 , 2 ] } `,
+		`{"a":{"b":{"c":[[["\\\""]]]}}}`, `{"\u0061":"\ud83d\ude00","b":-1.5e+3,"c":true,"d":null}`, `"a\\\"b"`, `12`,
+		`{"a":tru}`, `[1,]`, `{"a"}`, `{"a":[}`, `[{]`, `"open\"`, `{"a":1 "b":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		inside := func(what string, from, end int) {
+			if end != -1 && (end <= from || end > len(b)) {
+				t.Fatalf("%s from %d ended at %d of %d in %q", what, from, end, len(b), b)
+			}
+		}
+		valid := strictValid(b)
+		// Every value the walker meets, the scanner must end at the same
+		// byte when b is valid.
+		var s scanner
+		s.b = b
+		same := func(vs, ve int) {
+			inside("SkipValue", vs, ve)
+			if valid {
+				s.depth = 0
+				if want := s.value(vs); ve != want {
+					t.Fatalf("SkipValue at %d: %d, scanner %d in %s", vs, ve, want, b)
+				}
+			}
+		}
+		var walk func(i int) int
+		walk = func(i int) int {
+			i = SkipWS(b, i)
+			ve := SkipValue(b, i)
+			var end int
+			switch {
+			case i < len(b) && b[i] == '{':
+				var keys []string
+				end = Object(b, i, func(k []byte, vs int) int {
+					inside("key", i, vs)
+					if valid {
+						u, err := Unquote(k)
+						if err != nil {
+							t.Fatalf("key %q: %v", k, err)
+						}
+						keys = append(keys, u)
+					}
+					return walk(vs)
+				})
+				if valid {
+					var m map[string]json.RawMessage
+					if err := json.Unmarshal(b[i:max(end, i)], &m); err != nil {
+						t.Fatalf("Object ended at %d in %s: %v", end, b, err)
+					}
+					for _, k := range keys {
+						if _, ok := m[k]; !ok {
+							t.Fatalf("key %q not in %s", k, b)
+						}
+					}
+				}
+			case i < len(b) && b[i] == '[':
+				n := 0
+				end = Array(b, i, func(vs int) int { n++; return walk(vs) })
+				if valid {
+					var a []json.RawMessage
+					if err := json.Unmarshal(b[i:max(end, i)], &a); err != nil || len(a) != n {
+						t.Fatalf("Array ended at %d with %d elements in %s: %v", end, n, b, err)
+					}
+				}
+			default:
+				end = ve
+			}
+			// On invalid bytes the two may part: SkipValue does not match
+			// brackets, and a scalar runs up to a delimiter, quotes and
+			// all, so either can take what the other refuses.
+			if valid && end != ve {
+				t.Fatalf("walked to %d, SkipValue %d at %d in %s", end, ve, i, b)
+			}
+			if end >= 0 {
+				same(i, end)
+			} else if valid {
+				t.Fatalf("valid %s: no end at %d", b, i)
+			}
+			return end
+		}
+		walk(0)
+	})
+}
