@@ -130,7 +130,7 @@ func (s *rowScanner) scan(b []byte) error {
 				s.endString()
 				i = e - 1
 			} else {
-				s.inStr = true // cut by the end of b: on a byte at a time
+				s.inStr = true // cut by the end of b: the rest comes a byte at a time
 			}
 		case '{', '[':
 			if s.finished {
