@@ -384,6 +384,7 @@ func FuzzString(f *testing.F) {
 // valid JSON both delimit every value alike, and Object and Array visit
 // the members encoding/json finds; on anything else the walker never
 // panics and every end it returns lies past where it started, within b.
+// On every input SkipValue ends where its byte-by-byte definition does.
 func FuzzWalker(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1,{"c":"\""}],"d":"\\"}`, `[1,"x",[],{}]`, `{}`, `[]`, ` { "a" : [ 1 , 2 ] } `,
 		`{"a":{"b":{"c":[[["\\\""]]]}}}`, `{"\u0061":"\ud83d\ude00","b":-1.5e+3,"c":true,"d":null}`, `"a\\\"b"`, `12`,
@@ -394,6 +395,12 @@ func FuzzWalker(f *testing.F) {
 		inside := func(what string, from, end int) {
 			if end != -1 && (end <= from || end > len(b)) {
 				t.Fatalf("%s from %d ended at %d of %d in %q", what, from, end, len(b), b)
+			}
+		}
+		// SkipValue is the byte-by-byte definition, from any start
+		for i := 0; i <= len(b); i += 1 + len(b)/64 {
+			if got, want := SkipValue(b, i), skipValueBytewise(b, i); got != want {
+				t.Fatalf("SkipValue(%q, %d) = %d, byte by byte %d", b, i, got, want)
 			}
 		}
 		valid := strictValid(b)
