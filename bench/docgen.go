@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/settee/settee/docjson"
 )
 
 // Document sizes, as fabric_bench names them.
@@ -145,11 +147,11 @@ func (t *tmpl) lit(s string) { t.cur = append(t.cur, s...) }
 
 func (t *tmpl) key(name string) {
 	t.cur = append(t.cur, ',')
-	t.cur = appendJSONString(t.cur, name)
+	t.cur = docjson.AppendString(t.cur, name)
 	t.cur = append(t.cur, ':')
 }
 
-func (t *tmpl) str(s string) { t.cur = appendJSONString(t.cur, s) }
+func (t *tmpl) str(s string) { t.cur = docjson.AppendString(t.cur, s) }
 
 func (t *tmpl) hole(k holeKind, n int) {
 	t.parts = append(t.parts, part{lit: t.cur, hole: k, n: n})
@@ -168,30 +170,6 @@ func (t *tmpl) done() []part {
 		t.cur = nil
 	}
 	return t.parts
-}
-
-// appendJSONString appends s as a JSON string; only used to build templates.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\n':
-			dst = append(dst, `\n`...)
-		case c == '\r':
-			dst = append(dst, `\r`...)
-		case c == '\t':
-			dst = append(dst, `\t`...)
-		case c < 0x20:
-			dst = append(dst, `\u00`...)
-			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 // smallBody is fabric_bench's body(small).

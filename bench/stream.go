@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/settee/settee/docjson"
 )
 
 // streamRows GETs path and counts the rows of the array under key in the
@@ -73,7 +75,13 @@ func countRows(rd io.Reader, key string, t0 time.Time, done *atomic.Int64) (rows
 	return sc.rows, first, nil
 }
 
-// rowScanner is the state of countRows between reads.
+// rowScanner is the state of countRows between reads. It is not docjson's
+// walker, which needs a whole value in memory: a response is read in 64 KB
+// chunks and never kept, so the scanner carries its state (in a string, an
+// escape, the open containers) from one read to the next; and unlike
+// docjson.SkipValue it checks that brackets match. A string that ends in
+// the chunk it starts in, the common case, is skipped with docjson's
+// SkipString all the same.
 type rowScanner struct {
 	key      string
 	stack    []byte // '{' or '[' per open container
@@ -91,7 +99,8 @@ type rowScanner struct {
 }
 
 func (s *rowScanner) scan(b []byte) error {
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		if s.inStr {
 			switch {
 			case s.esc:
@@ -110,11 +119,19 @@ func (s *rowScanner) scan(b []byte) error {
 		}
 		switch c {
 		case '"':
-			s.inStr = true
 			d := len(s.stack)
 			// keys of the top object, and keys of row objects
 			s.keep = s.wantKey && (d == 1 || (d == 3 && s.inRows))
 			s.str = s.str[:0]
+			if e := docjson.SkipString(b, i); e >= 0 {
+				if s.keep {
+					s.str = append(s.str, b[i+1:e-1]...)
+				}
+				s.endString()
+				i = e - 1
+			} else {
+				s.inStr = true // cut by the end of b: the rest comes a byte at a time
+			}
 		case '{', '[':
 			if s.finished {
 				return fmt.Errorf("data after the top-level object")

@@ -1,11 +1,12 @@
 package couchdoc
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"strconv"
+
+	"github.com/settee/settee/docjson"
 )
 
 // InlineAtt is an attachment whose data a document carries inline, as
@@ -37,14 +38,10 @@ type FollowsDoc struct {
 // compressed, while the parts carry the identity data.
 func InlineToFollows(doc []byte) (*FollowsDoc, bool) {
 	var fd FollowsDoc
-	i := skipWS(doc, 0)
-	if i >= len(doc) || doc[i] != '{' {
-		return nil, false
-	}
 	attsStart, attsEnd := -1, -1
 	var newAtts []byte
-	ok := members(doc, i, func(ks, ke, vs, ve int) bool {
-		switch string(doc[ks:ke]) {
+	ok := WalkObject(doc, 0, func(key []byte, vs, ve int) bool {
+		switch string(key) {
 		case `"_id"`:
 			return json.Unmarshal(doc[vs:ve], &fd.ID) == nil && fd.ID != ""
 		case `"_attachments"`:
@@ -68,23 +65,17 @@ func InlineToFollows(doc []byte) (*FollowsDoc, bool) {
 // rewriteAtts renders the _attachments object at i with inline data as
 // follows stubs, recording the data.
 func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
-	if doc[i] != '{' {
-		return nil, false
-	}
 	out := []byte{'{'}
 	first := true
-	ok := members(doc, i, func(ks, ke, vs, ve int) bool {
-		if doc[vs] != '{' {
-			return false
-		}
+	ok := WalkObject(doc, i, func(name []byte, vs, ve int) bool {
 		var att InlineAtt
-		if json.Unmarshal(doc[ks:ke], &att.Name) != nil {
+		if json.Unmarshal(name, &att.Name) != nil {
 			return false
 		}
 		var kept []byte
 		hasData := false
-		ok := members(doc, vs, func(aks, ake, avs, ave int) bool {
-			switch string(doc[aks:ake]) {
+		ok := WalkObject(doc, vs, func(key []byte, avs, ave int) bool {
+			switch string(key) {
 			case `"data"`:
 				b64, n, ok := plainBase64(doc[avs:ave])
 				att.B64, att.Len, hasData = b64, n, ok
@@ -99,7 +90,7 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 			if len(kept) > 0 {
 				kept = append(kept, ',')
 			}
-			kept = append(kept, doc[aks:ake]...)
+			kept = append(kept, key...)
 			kept = append(kept, ':')
 			kept = append(kept, doc[avs:ave]...)
 			return true
@@ -111,7 +102,7 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(out, doc[ks:ke]...)
+		out = append(out, name...)
 		out = append(out, ':')
 		if !hasData {
 			out = append(out, doc[vs:ve]...) // a stub, as it was
@@ -209,163 +200,27 @@ func (r *Base64Reader) Read(p []byte) (int, error) {
 // WalkObject calls f with the raw key token (quotes and escapes
 // included) and the span of the value of each member of the JSON object
 // at b[i] (after white space); it reports false when f does or the object
-// is malformed. Strings are found with bytes.IndexByte, so a document with
-// megabytes of base64 costs a memchr, not a byte-by-byte state machine;
-// scalars are delimited, not validated.
+// is malformed. It is docjson.Object with each value delimited by
+// docjson.SkipValue: strings cost a memchr, scalars are delimited, not
+// validated.
 func WalkObject(b []byte, i int, f func(key []byte, vs, ve int) bool) bool {
-	i = skipWS(b, i)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	return members(b, i, func(ks, ke, vs, ve int) bool { return f(b[ks:ke], vs, ve) })
+	return docjson.Object(b, i, func(key []byte, vs int) int {
+		ve := docjson.SkipValue(b, vs)
+		if ve < 0 || !f(key, vs, ve) {
+			return -1
+		}
+		return ve
+	}) >= 0
 }
 
 // WalkArray calls f with the span of each element of the JSON array at
 // b[i] (after white space), as WalkObject does for objects.
 func WalkArray(b []byte, i int, f func(vs, ve int) bool) bool {
-	i = skipWS(b, i)
-	if i >= len(b) || b[i] != '[' {
-		return false
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return true
-	}
-	for i < len(b) {
-		ve := skipValue(b, i)
-		if ve < 0 || !f(i, ve) {
-			return false
-		}
-		i = skipWS(b, ve)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case ']':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// members calls f with the spans of each key token and value of the JSON
-// object starting at doc[i] == '{'; false from f, or malformed JSON, stops
-// it with false.
-func members(doc []byte, i int, f func(ks, ke, vs, ve int) bool) bool {
-	i = skipWS(doc, i+1)
-	if i < len(doc) && doc[i] == '}' {
-		return true
-	}
-	for i < len(doc) {
-		if doc[i] != '"' {
-			return false
-		}
-		ke := skipString(doc, i)
-		if ke < 0 {
-			return false
-		}
-		j := skipWS(doc, ke)
-		if j >= len(doc) || doc[j] != ':' {
-			return false
-		}
-		vs := skipWS(doc, j+1)
-		ve := skipValue(doc, vs)
-		if ve < 0 || !f(i, ke, vs, ve) {
-			return false
-		}
-		i = skipWS(doc, ve)
-		if i >= len(doc) {
-			return false
-		}
-		switch doc[i] {
-		case ',':
-			i = skipWS(doc, i+1)
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the end of the string token at b[i] == '"', or -1.
-func skipString(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
+	return docjson.Array(b, i, func(vs int) int {
+		ve := docjson.SkipValue(b, vs)
+		if ve < 0 || !f(vs, ve) {
 			return -1
 		}
-		// the quote ends the string unless an odd run of backslashes
-		// escapes it
-		e := j + k
-		n := 0
-		for e-1-n > i && b[e-1-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			return e + 1
-		}
-		j = e + 1
-	}
-}
-
-// skipValue returns the end of the JSON value at b[i], or -1. Scalars are
-// delimited, not validated: the JSON came from a server that wrote it, and
-// a bad one fails where it is parsed.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e := skipString(b, j)
-				if e < 0 {
-					return -1
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\n', '\r', '\t':
-			if j == i {
-				return -1
-			}
-			return j
-		}
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
+		return ve
+	}) >= 0
 }

@@ -294,15 +294,3 @@ func TestBase64Reader(t *testing.T) {
 		}
 	}
 }
-
-func TestSkipString(t *testing.T) {
-	for _, s := range []string{`""`, `"a"`, `"a\"b"`, `"a\\"`, `"a\\\"b"`, `"\\\\"`, `"x\u0022y"`} {
-		doc := []byte(s + `,"next"`)
-		if e := skipString(doc, 0); e != len(s) {
-			t.Errorf("%s: end %d, want %d", s, e, len(s))
-		}
-	}
-	if skipString([]byte(`"open\"`), 0) != -1 {
-		t.Error("unterminated string found an end")
-	}
-}

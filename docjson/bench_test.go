@@ -207,3 +207,64 @@ func BenchmarkAppendString(b *testing.B) {
 		buf = AppendString(buf[:0], s)
 	}
 }
+
+// BenchmarkParseDocRevisions is a replicated write (new_edits=false): the
+// medium doc with a _revisions history of 100 ids.
+func BenchmarkParseDocRevisions(b *testing.B) {
+	var revs bytes.Buffer
+	revs.WriteString(`{"_revisions":{"start":100,"ids":[`)
+	for i := range 100 {
+		if i > 0 {
+			revs.WriteByte(',')
+		}
+		fmt.Fprintf(&revs, `"%032x"`, 1000003*(i+1))
+	}
+	revs.WriteString(`]},`)
+	doc := append(revs.Bytes(), mediumDoc(1)[1:]...)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := ParseDoc(doc); err != nil || len(d.Revisions.IDs) != 100 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// changesRows is the results array of a _changes feed as settee writes it,
+// 1000 rows: short strings and few bytes between them.
+func changesRows() []byte {
+	var b []byte
+	b = append(b, '[')
+	for i := 1; i <= 1000; i++ {
+		if i > 1 {
+			b = append(b, ",\n"...)
+		}
+		b = fmt.Appendf(b, `{"seq":"%d-g1AAAAFbeJzLYWBg4MhgTmHQTs5ILQ","id":"doc%08d","changes":[{"rev":"1-967a00dff5e02add41819138abb3284d"}]}`, i, i)
+	}
+	return append(b, ']')
+}
+
+// BenchmarkSkipValue delimits the medium doc (long runs of numbers) and a
+// _changes results array (short strings close together), with SkipValue
+// and with its byte-by-byte definition, which is what the 8-byte skip has
+// to beat on both.
+func BenchmarkSkipValue(b *testing.B) {
+	for _, d := range []struct {
+		name string
+		doc  []byte
+	}{{"medium", mediumDoc(1)}, {"changes", changesRows()}} {
+		for _, f := range []struct {
+			name string
+			skip func([]byte, int) int
+		}{{"SkipValue", SkipValue}, {"bytewise", skipValueBytewise}} {
+			b.Run(d.name+"/"+f.name, func(b *testing.B) {
+				b.SetBytes(int64(len(d.doc)))
+				for b.Loop() {
+					if f.skip(d.doc, 0) != len(d.doc) {
+						b.Fatal("end")
+					}
+				}
+			})
+		}
+	}
+}

@@ -30,7 +30,7 @@ func ParseBulkDocs(b []byte) (BulkDocs, error) {
 	bd := BulkDocs{NewEdits: true}
 	n := len(b)
 	s := scanner{b: b}
-	i := skipWS(b, 0)
+	i := SkipWS(b, 0)
 	if i >= n || b[i] != '{' {
 		if s.whole() < 0 {
 			return BulkDocs{}, s.err()
@@ -40,7 +40,7 @@ func ParseBulkDocs(b []byte) (BulkDocs, error) {
 	s.depth = 1
 	s.stack[0] = 1
 	hasDocs, docsArray, badNewEdits := false, false, false
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < n && b[i] == '}' {
 		i++
 	} else {
@@ -57,12 +57,12 @@ func ParseBulkDocs(b []byte) (BulkDocs, error) {
 			if bytes.IndexByte(key, '\\') >= 0 {
 				key = unescape(nil, key)
 			}
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if i >= n || b[i] != ':' {
 				s.fail(i, "expecting ':' after object key")
 				return BulkDocs{}, s.err()
 			}
-			vs := skipWS(b, i+1)
+			vs := SkipWS(b, i+1)
 			switch string(key) {
 			case "docs":
 				hasDocs = true
@@ -99,9 +99,9 @@ func ParseBulkDocs(b []byte) (BulkDocs, error) {
 			if i < 0 {
 				return BulkDocs{}, s.err()
 			}
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if i < n && b[i] == ',' {
-				i = skipWS(b, i+1)
+				i = SkipWS(b, i+1)
 				continue
 			}
 			if i < n && b[i] == '}' {
@@ -112,7 +112,7 @@ func ParseBulkDocs(b []byte) (BulkDocs, error) {
 			return BulkDocs{}, s.err()
 		}
 	}
-	if j := skipWS(b, i); j != n {
+	if j := SkipWS(b, i); j != n {
 		s.fail(j, "data after the JSON value")
 		return BulkDocs{}, s.err()
 	}
@@ -133,7 +133,7 @@ func ParseBulkDocs(b []byte) (BulkDocs, error) {
 // docs scans the array at b[i] == '[' and appends the span of each element.
 func (s *scanner) docs(i int, docs *[][]byte) int {
 	b := s.b
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1
 	}
@@ -148,9 +148,9 @@ func (s *scanner) docs(i int, docs *[][]byte) int {
 			return -1
 		}
 		*docs = append(*docs, b[i:e:e])
-		i = skipWS(b, e)
+		i = SkipWS(b, e)
 		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
+			i = SkipWS(b, i+1)
 			continue
 		}
 		if i < len(b) && b[i] == ']' {

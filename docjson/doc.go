@@ -21,6 +21,13 @@
 // ParseDoc allocates the output body and one small block holding the Doc and
 // its strings; Valid allocates nothing.
 //
+// Bytes that were validated already, or that a CouchDB-compatible server
+// wrote (a replicator's _changes, _bulk_get and _revs_diff answers), are
+// walked instead of scanned: SkipValue, Object and Array delimit values
+// without checking them and stop safely on what they cannot delimit;
+// couchdoc, the replicator and bench walk JSON bytes with them (walk.go
+// says why the package keeps both).
+//
 // Errors are *Error values carrying CouchDB's reason text and error name; they
 // unwrap to one of the package's sentinel errors (ErrInvalidJSON,
 // ErrNotObject, ErrBadSpecialMember, ...) for errors.Is.

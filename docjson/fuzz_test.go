@@ -379,3 +379,110 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWalker checks the trusting walker against the validating scanner: on
+// valid JSON both delimit every value alike, and Object and Array visit
+// the members encoding/json finds; on anything else the walker never
+// panics and every end it returns lies past where it started, within b.
+// On every input SkipValue ends where its byte-by-byte definition does.
+func FuzzWalker(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[1,{"c":"\""}],"d":"\\"}`, `[1,"x",[],{}]`, `{}`, `[]`, ` { "a" : [ 1 , 2 ] } `,
+		`{"a":{"b":{"c":[[["\\\""]]]}}}`, `{"\u0061":"\ud83d\ude00","b":-1.5e+3,"c":true,"d":null}`, `"a\\\"b"`, `12`,
+		`{"a":tru}`, `[1,]`, `{"a"}`, `{"a":[}`, `[{]`, `"open\"`, `{"a":1 "b":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		inside := func(what string, from, end int) {
+			if end != -1 && (end <= from || end > len(b)) {
+				t.Fatalf("%s from %d ended at %d of %d in %q", what, from, end, len(b), b)
+			}
+		}
+		// SkipValue is the byte-by-byte definition, from any start (from
+		// every start of a short input, from 16 of a long one)
+		for i := 0; i <= len(b); i += 1 + len(b)/16 {
+			if got, want := SkipValue(b, i), skipValueBytewise(b, i); got != want {
+				t.Fatalf("SkipValue(%q, %d) = %d, byte by byte %d", b, i, got, want)
+			}
+		}
+		valid := strictValid(b)
+		// Every value the walker meets, the scanner must end at the same
+		// byte when b is valid.
+		var s scanner
+		s.b = b
+		same := func(vs, ve int) {
+			inside("SkipValue", vs, ve)
+			if valid {
+				s.depth = 0
+				if want := s.value(vs); ve != want {
+					t.Fatalf("SkipValue at %d: %d, scanner %d in %s", vs, ve, want, b)
+				}
+			}
+		}
+		// The checks that read a value again run on the outer levels only,
+		// so that deep nesting costs the fuzzer linear time, not quadratic.
+		var walk func(i, depth int) int
+		walk = func(i, depth int) int {
+			check := valid && depth < 4
+			i = SkipWS(b, i)
+			ve := -1
+			if check {
+				ve = SkipValue(b, i)
+			}
+			var end int
+			switch {
+			case i < len(b) && b[i] == '{':
+				var keys []string
+				end = Object(b, i, func(k []byte, vs int) int {
+					inside("key", i, vs)
+					if valid {
+						u, err := Unquote(k)
+						if err != nil {
+							t.Fatalf("key %q: %v", k, err)
+						}
+						keys = append(keys, u)
+					}
+					return walk(vs, depth+1)
+				})
+				if check {
+					var m map[string]json.RawMessage
+					if err := json.Unmarshal(b[i:max(end, i)], &m); err != nil {
+						t.Fatalf("Object ended at %d in %s: %v", end, b, err)
+					}
+					for _, k := range keys {
+						if _, ok := m[k]; !ok {
+							t.Fatalf("key %q not in %s", k, b)
+						}
+					}
+				}
+			case i < len(b) && b[i] == '[':
+				n := 0
+				end = Array(b, i, func(vs int) int { n++; return walk(vs, depth+1) })
+				if check {
+					var a []json.RawMessage
+					if err := json.Unmarshal(b[i:max(end, i)], &a); err != nil || len(a) != n {
+						t.Fatalf("Array ended at %d with %d elements in %s: %v", end, n, b, err)
+					}
+				}
+			default:
+				end = SkipValue(b, i)
+				ve = end
+			}
+			// On invalid bytes the two may part: SkipValue does not match
+			// brackets, and a scalar runs up to a delimiter, quotes and
+			// all, so either can take what the other refuses.
+			if check && end != ve {
+				t.Fatalf("walked to %d, SkipValue %d at %d in %s", end, ve, i, b)
+			}
+			if end >= 0 {
+				inside("value", i, end)
+				if check {
+					same(i, end)
+				}
+			} else if valid {
+				t.Fatalf("valid %s: no end at %d", b, i)
+			}
+			return end
+		}
+		walk(0, 0)
+	})
+}

@@ -113,7 +113,7 @@ type docBox struct {
 // bad member. The returned Doc does not share memory with b.
 func ParseDoc(b []byte) (*Doc, error) {
 	n := len(b)
-	i := skipWS(b, 0)
+	i := SkipWS(b, 0)
 	if i >= n || b[i] != '{' {
 		s := scanner{b: b}
 		if s.whole() < 0 {
@@ -132,7 +132,7 @@ func ParseDoc(b []byte) (*Doc, error) {
 	var specials [kBad + 1]member
 	var seen uint16
 	kept := 0
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < n && b[i] == '}' {
 		i++
 	} else {
@@ -180,9 +180,9 @@ func ParseDoc(b []byte) (*Doc, error) {
 					seen |= bit
 				}
 			}
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if i < n && b[i] == ',' {
-				i = skipWS(b, i+1)
+				i = SkipWS(b, i+1)
 				continue
 			}
 			if i < n && b[i] == '}' {
@@ -193,7 +193,7 @@ func ParseDoc(b []byte) (*Doc, error) {
 			return nil, s.err()
 		}
 	}
-	if j := skipWS(b, i); j != n {
+	if j := SkipWS(b, i); j != n {
 		s.fail(j, "data after the JSON value")
 		return nil, s.err()
 	}
@@ -302,18 +302,13 @@ func arenaString(a, tok []byte) (string, []byte) {
 	return unsafe.String(&a[start], len(a)-start), a
 }
 
-// revisions parses the valid JSON object v as _revisions.
+// revisions parses the valid JSON object v as _revisions. v was validated
+// with the rest of the document, so it is walked, not scanned again.
 func (box *docBox) revisions(v, a []byte) ([]byte, *Error) {
 	var start, ids []byte
-	s := scanner{b: v}
-	i := skipWS(v, 1)
-	for i < len(v) && v[i] == '"' {
-		ks := i
-		ke := s.str(i)
-		i = skipWS(v, ke)
-		vs := skipWS(v, i+1)
-		ve := s.value(vs)
-		key := v[ks+1 : ke-1]
+	Object(v, 0, func(k []byte, vs int) int {
+		ve := SkipValue(v, vs)
+		key := k[1 : len(k)-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			key = unescape(nil, key)
 		}
@@ -323,11 +318,8 @@ func (box *docBox) revisions(v, a []byte) ([]byte, *Error) {
 		case "ids":
 			ids = v[vs:ve]
 		}
-		i = skipWS(v, ve)
-		if v[i] == ',' {
-			i = skipWS(v, i+1)
-		}
-	}
+		return ve
+	})
 	pos, ok := parseStart(start)
 	if !ok {
 		return a, newErr(ErrBadRevisions, DocValidation, "_revisions.start isn't an integer.")
@@ -336,23 +328,24 @@ func (box *docBox) revisions(v, a []byte) ([]byte, *Error) {
 		return a, newErr(ErrBadRevisions, DocValidation, "_revisions.ids isn't a array.")
 	}
 	list := make([]string, 0, len(ids)/35+1)
-	s = scanner{b: ids}
-	i = skipWS(ids, 1)
-	for i < len(ids) && ids[i] != ']' {
-		if ids[i] != '"' {
-			return a, newErr(ErrBadRevisions, DocValidation, "RevId isn't a string")
+	var bad *Error
+	Array(ids, 0, func(vs int) int {
+		if ids[vs] != '"' {
+			bad = newErr(ErrBadRevisions, DocValidation, "RevId isn't a string")
+			return -1
 		}
-		e := s.value(i)
+		ve := SkipString(ids, vs)
 		var id string
-		id, a = arenaString(a, ids[i:e])
+		id, a = arenaString(a, ids[vs:ve])
 		if len(id) == 32 && !isHex(id) {
-			return a, newErr(ErrBadRevisions, DocValidation, "RevId isn't a valid hexadecimal")
+			bad = newErr(ErrBadRevisions, DocValidation, "RevId isn't a valid hexadecimal")
+			return -1
 		}
 		list = append(list, id)
-		i = skipWS(ids, e)
-		if ids[i] == ',' {
-			i = skipWS(ids, i+1)
-		}
+		return ve
+	})
+	if bad != nil {
+		return a, bad
 	}
 	box.revs = Revisions{Start: pos, IDs: list}
 	box.doc.Revisions = &box.revs

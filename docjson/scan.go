@@ -19,6 +19,9 @@ const MaxDepth = 512
 // The scanning methods return the index after what they scanned, or -1 after
 // recording the error in errOff/errMsg; that keeps the error path out of the
 // hot loops.
+//
+// It checks every byte, where walk.go's walker trusts them: see there why
+// the package keeps both.
 type scanner struct {
 	b      []byte
 	out    []byte
@@ -39,14 +42,6 @@ func (s *scanner) err() *Error { return syntaxErr(s.errOff, s.errMsg) }
 
 func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
-// skipWS returns the index of the first non-whitespace byte at or after i.
-func skipWS(b []byte, i int) int {
-	for i < len(b) && isWS(b[i]) {
-		i++
-	}
-	return i
-}
-
 // ws skips whitespace at i. If there is some and the scanner emits, the
 // pending bytes before it are flushed and the whitespace is left out.
 func (s *scanner) ws(i int) int {
@@ -57,7 +52,7 @@ func (s *scanner) ws(i int) int {
 }
 
 func (s *scanner) wsSlow(i int) int {
-	j := skipWS(s.b, i)
+	j := SkipWS(s.b, i)
 	if j > i && s.emit {
 		s.out = append(s.out, s.b[s.cp:i]...)
 		s.cp = j
@@ -356,7 +351,7 @@ func (s *scanner) num(i int) int {
 // whole scans b as exactly one JSON value with optional surrounding
 // whitespace, emitting a compact copy when s.emit is set.
 func (s *scanner) whole() int {
-	i := skipWS(s.b, 0)
+	i := SkipWS(s.b, 0)
 	s.cp = i
 	if i >= len(s.b) {
 		return s.fail(i, "no JSON value")
@@ -367,7 +362,7 @@ func (s *scanner) whole() int {
 	if s.emit {
 		s.out = append(s.out, s.b[s.cp:i]...)
 	}
-	if j := skipWS(s.b, i); j != len(s.b) {
+	if j := SkipWS(s.b, i); j != len(s.b) {
 		return s.fail(j, "data after the JSON value")
 	}
 	return i

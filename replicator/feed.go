@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -153,6 +153,10 @@ func (e *HTTPEndpoint) feedOnce(ctx context.Context, q ChangesQuery, f *feedPage
 		}
 		return bad(err)
 	}
+	// The feed's object is walked here a token at a time, not with
+	// docjson.Object: it is the whole body, handed on in pages while it
+	// arrives and never in memory at once. Each value in it is, and
+	// docjson walks that.
 	sawResults := false
 	lastSeq := ""
 	for first := true; ; first = false {
@@ -253,23 +257,23 @@ func (e *HTTPEndpoint) feedOnce(ctx context.Context, q ChangesQuery, f *feedPage
 	return f.flush(last, true)
 }
 
-// parseChangeRow reads one row of a feed with couchdoc's walker; a row it
+// parseChangeRow reads one row of a feed with docjson's walker; a row it
 // does not take goes to encoding/json, which takes it or says what is
 // wrong.
 func parseChangeRow(b []byte) (*pb.RepChange, error) {
 	ch := &pb.RepChange{}
-	end := couchdoc.ObjectAt(b, 0, func(k []byte, vs int) int {
+	end := docjson.Object(b, 0, func(k []byte, vs int) int {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return -1 // an escaped key: encoding/json decodes it
 		}
 		switch string(k) {
 		case `"changes"`:
-			return couchdoc.ArrayAt(b, vs, func(es int) int {
-				return couchdoc.ObjectAt(b, es, func(k []byte, vs int) int {
+			return docjson.Array(b, vs, func(es int) int {
+				return docjson.Object(b, es, func(k []byte, vs int) int {
 					if bytes.IndexByte(k, '\\') >= 0 {
 						return -1
 					}
-					ve := couchdoc.SkipValue(b, vs)
+					ve := docjson.SkipValue(b, vs)
 					if string(k) == `"rev"` && ve > 0 {
 						rev, ok := jsonString(b[vs:ve])
 						if !ok {
@@ -281,7 +285,7 @@ func parseChangeRow(b []byte) (*pb.RepChange, error) {
 				})
 			})
 		}
-		ve := couchdoc.SkipValue(b, vs)
+		ve := docjson.SkipValue(b, vs)
 		if ve < 0 {
 			return -1
 		}
@@ -359,12 +363,9 @@ func (f *feedReader) more() bool {
 // next returns the next byte that is not white space and moves past it.
 func (f *feedReader) next() (byte, bool) {
 	for {
-		for f.pos < len(f.buf) {
-			c := f.buf[f.pos]
+		if f.pos = docjson.SkipWS(f.buf, f.pos); f.pos < len(f.buf) {
 			f.pos++
-			if c != ' ' && c != '\n' && c != '\r' && c != '\t' {
-				return c, true
-			}
+			return f.buf[f.pos-1], true
 		}
 		if !f.more() {
 			return 0, false
@@ -377,12 +378,8 @@ func (f *feedReader) next() (byte, bool) {
 // whole when something follows it, or the body ended.
 func (f *feedReader) value() (int, int, bool) {
 	for {
-		i := f.pos
-		for i < len(f.buf) && (f.buf[i] == ' ' || f.buf[i] == '\n' || f.buf[i] == '\r' || f.buf[i] == '\t') {
-			i++
-		}
-		if i < len(f.buf) {
-			if ve := couchdoc.SkipValue(f.buf, i); ve >= 0 && (ve < len(f.buf) || f.eof) {
+		if i := docjson.SkipWS(f.buf, f.pos); i < len(f.buf) {
+			if ve := docjson.SkipValue(f.buf, i); ve >= 0 && (ve < len(f.buf) || f.eof) {
 				return i, ve, true
 			}
 		}
