@@ -47,6 +47,7 @@ fuzz:
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzQueryParams$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzMultipartPut$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
+	go test ./httpgw/ -run '^$$' -fuzz '^FuzzGzipBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	./scripts/checkfuzz.sh
 
 # The Docker image settee:dev, FROM scratch around the static binary.

@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -332,7 +333,19 @@ func okRev(id, rev string) []byte {
 // max_document_size is 413 document_too_large (with CouchDB's empty
 // reason), bad JSON or special members the parser's error.
 func (g *Gateway) readDocBody(rq *req, limit int64) (*docjson.Doc, error) {
+	// a gzipped doc is inflated no further than max_document_size: past it
+	// the answer is the same 413, and memory stays the doc limit's
+	gz, err := gzipped(rq)
+	if err != nil {
+		return nil, err
+	}
+	if gz {
+		limit = min(limit, g.cfg.MaxDocumentSize+1)
+	}
 	b, err := readBody(rq, limit)
+	if gz && errors.Is(err, errTooLarge) {
+		return nil, newErr(413, "document_too_large", "")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -65,10 +65,10 @@ func zeroQ(params string) bool {
 // attachment parts. Bad shapes are 400, a JSON part that is not JSON 415,
 // a JSON part over max_document_size 413 document_too_large.
 func (g *Gateway) readMultipartDoc(rq *req, boundary string) (*docjson.Doc, *couchdoc.Related, error) {
-	if rq.r.ContentLength > g.cfg.MaxRequestSize {
-		return nil, nil, errTooLarge
+	body, err := bodyReader(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return nil, nil, err
 	}
-	body := http.MaxBytesReader(rq.w, rq.r.Body, g.cfg.MaxRequestSize)
 	rel, err := couchdoc.ReadRelated(body, boundary, g.cfg.MaxDocumentSize)
 	if err != nil {
 		return nil, nil, multipartErr(err)
@@ -85,7 +85,8 @@ func (g *Gateway) readMultipartDoc(rq *req, boundary string) (*docjson.Doc, *cou
 func multipartErr(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || errors.Is(err, couchdoc.ErrNotJSONPart) ||
-		errors.Is(err, couchdoc.ErrDocTooLarge) || errors.Is(err, couchdoc.ErrBadMultipart) {
+		errors.Is(err, couchdoc.ErrDocTooLarge) || errors.Is(err, couchdoc.ErrBadMultipart) ||
+		errors.Is(err, errTooLarge) || errors.Is(err, errNotGzipped) {
 		return err
 	}
 	return badRequest("could not read request body")

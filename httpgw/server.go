@@ -281,13 +281,28 @@ func (g *Gateway) fail(rq *req, err error) {
 
 var okBody = []byte("{\"ok\":true}\n")
 
-// readBody reads a request body up to limit bytes.
+// readBody reads a request body up to limit bytes (decompressed when it
+// was sent gzipped: bodyReader).
 func readBody(rq *req, limit int64) ([]byte, error) {
+	gz, err := gzipped(rq)
+	if err != nil {
+		return nil, err
+	}
+	if gz {
+		r, err := bodyReader(rq, limit)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, gzipErr(err)
+		}
+		return b, nil
+	}
 	if rq.r.ContentLength > limit {
 		return nil, errTooLarge
 	}
 	var b []byte
-	var err error
 	if n := rq.r.ContentLength; n > 0 {
 		// one allocation of the announced size: growing a multi-MB
 		// _bulk_docs body by doubling was a fifth of the write path's CPU
