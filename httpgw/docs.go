@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
 
 	"github.com/settee/settee/docjson"
@@ -387,13 +388,37 @@ func (g *Gateway) deleteDoc(rq *req, db, id string) error {
 		}
 	}
 	d := &docjson.Doc{Deleted: true, Body: []byte("{}")}
-	if err := revFromRequest(rq, d); err != nil {
+	err := revFromRequest(rq, d)
+	if err == nil && !d.HasRev {
+		err = errConflict
+	}
+	if err == nil {
+		err = g.writeOne(rq, db, id, d, nil, true, false)
+	}
+	if err != nil {
+		return g.whyNotDeleted(rq, db, id, err)
+	}
+	return nil
+}
+
+// whyNotDeleted is the answer to a DELETE that failed with err: CouchDB
+// tells a doc that is not there, or deleted already, apart from a bad or
+// stale rev (404 missing or deleted, whatever the rev), so the doc is
+// looked up on that path only.
+func (g *Gateway) whyNotDeleted(rq *req, db, id string, err error) error {
+	if ce := toCouch(err); ce.status != 400 && ce.status != 409 {
 		return err
 	}
-	if !d.HasRev {
-		return errConflict
+	r, gerr := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id})
+	switch {
+	case gerr != nil && errors.Is(gerr, coordinator.ErrNotFound), gerr == nil && r.Info == nil:
+		return errMissing
+	case gerr == nil:
+		if w, ok := revtree.Winner(r.Info); ok && w.Deleted {
+			return errDeleted
+		}
 	}
-	return g.writeOne(rq, db, id, d, nil, true, false)
+	return err
 }
 
 // copyDoc implements COPY with a Destination header ("id" or "id?rev=R").

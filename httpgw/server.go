@@ -2,6 +2,8 @@ package httpgw
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,11 +96,14 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, c: cfg.Coordinator, dbs: cfg.Databases, log: cfg.Logger,
 		server: "settee/" + cfg.Version}
 	w, err := json.Marshal(map[string]any{
-		"couchdb":  "Welcome",
-		"version":  "3.5.2",
-		"git_sha":  cfg.GitSHA,
-		"uuid":     cfg.UUID,
-		"features": []string{"access-ready", "partitioned", "pluggable-storage-engines", "reshard", "scheduler"},
+		"couchdb": "Welcome",
+		"version": "3.5.2",
+		"git_sha": cfg.GitSHA,
+		"uuid":    cfg.UUID,
+		// only what settee has: clients look here before they use a
+		// feature (CouchDB 3.5 also lists access-ready, partitioned,
+		// pluggable-storage-engines and reshard)
+		"features": []string{"scheduler"},
 		"vendor":   map[string]string{"name": "settee", "version": cfg.Version},
 		// settee's own version is in vendor; "version" is the CouchDB API
 		// level it implements, which clients check for features
@@ -139,6 +144,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
+	h.Set("X-Couch-Request-ID", requestID(r))
 	rq = &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
 	if g.cfg.RequestTimeout > 0 && !longRequest(r) {
 		var cancel context.CancelFunc
@@ -169,6 +175,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := g.route(rq); err != nil {
 		g.fail(rq, err)
 	}
+}
+
+// requestID is the request's X-Couch-Request-ID: the client's own when it
+// sent one (CouchDB echoes it, so a client can follow a request through
+// the logs), else 10 random hex digits as CouchDB makes them.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Couch-Request-ID"); id != "" {
+		return id
+	}
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // longRequest: change feeds, streamed row reads and replications run as

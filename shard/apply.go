@@ -387,7 +387,9 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 
 // editParent finds the node a new_edits=true update extends, CouchDB's way:
 // an existing doc needs the rev of a leaf, except that a deleted doc may be
-// re-created without one (continuing its deleted branch).
+// re-created without one (continuing its deleted branch) and only so: a
+// rev given for a deleted doc is a conflict, even its tombstone's (CouchDB
+// 3.5.2). A live doc's deleted conflict may be edited by its rev.
 func editParent(info *pb.FullDocInfo, existed bool, d *pb.DocUpdate) (int, *pb.Error) {
 	if d.Rev == "" {
 		if !existed {
@@ -407,6 +409,9 @@ func editParent(info *pb.FullDocInfo, existed bool, d *pb.DocUpdate) (int, *pb.E
 	}
 	idx := revtree.Find(info, r)
 	if idx < 0 || !revtree.IsLeaf(info, idx) {
+		return -1, ErrConflict
+	}
+	if w, ok := revtree.Winner(info); ok && w.Deleted {
 		return -1, ErrConflict
 	}
 	return idx, nil

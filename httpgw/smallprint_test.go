@@ -1,0 +1,165 @@
+package httpgw_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/settee/settee/internal/testcouch"
+	"github.com/settee/settee/internal/testserver"
+)
+
+// wireStep is one request and what Apache CouchDB 3.5.2 answers it (asked
+// 2026-12-01); the steps of a table run in order on one database.
+type wireStep struct {
+	method, path, body  string
+	status              int
+	err, reason, inBody string // "" : not checked
+}
+
+// deletedDocs are docs with revs the test wrote itself (new_edits=false),
+// so the same revs stand on any server: a live doc, a deleted one, and a
+// live one with a deleted conflict.
+const deletedDocs = `{"new_edits":false,"docs":[
+ {"_id":"live","_rev":"1-aaaa","v":1},
+ {"_id":"gone","_rev":"2-bbbb","_revisions":{"start":2,"ids":["bbbb","aaaa"]},"_deleted":true},
+ {"_id":"br","_rev":"2-aaaa","_revisions":{"start":2,"ids":["aaaa","root"]},"v":1},
+ {"_id":"br","_rev":"2-bbbb","_revisions":{"start":2,"ids":["bbbb","root"]},"_deleted":true}]}`
+
+var deleteSteps = []wireStep{
+	{method: "POST", path: "/{db}/_bulk_docs", body: deletedDocs, status: 201},
+	{method: "DELETE", path: "/{db}/nope", status: 404, err: "not_found", reason: "missing"},
+	{method: "DELETE", path: "/{db}/nope?rev=1-abc", status: 404, err: "not_found", reason: "missing"},
+	{method: "DELETE", path: "/{db}/nope?rev=bad", status: 404, err: "not_found", reason: "missing"},
+	{method: "DELETE", path: "/{db}/_design/nope", status: 404, err: "not_found", reason: "missing"},
+	{method: "DELETE", path: "/{db}/gone", status: 404, err: "not_found", reason: "deleted"},
+	{method: "DELETE", path: "/{db}/gone?rev=2-bbbb", status: 404, err: "not_found", reason: "deleted"},
+	{method: "GET", path: "/{db}/gone", status: 404, err: "not_found", reason: "deleted"},
+	{method: "DELETE", path: "/{db}/live", status: 409, err: "conflict", reason: "Document update conflict."},
+	{method: "DELETE", path: "/{db}/live?rev=9-abc", status: 409, err: "conflict", reason: "Document update conflict."},
+	{method: "DELETE", path: "/{db}/live?rev=bad", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	// a deleted doc takes no rev, not even its tombstone's; it is re-created without one
+	{method: "PUT", path: "/{db}/gone", body: `{"_rev":"2-bbbb","a":1}`, status: 409, err: "conflict", reason: "Document update conflict."},
+	{method: "POST", path: "/{db}/_bulk_docs", body: `{"docs":[{"_id":"gone","_rev":"2-bbbb","_deleted":true}]}`,
+		status: 201, inBody: `"error":"conflict"`},
+	{method: "PUT", path: "/{db}/gone", body: `{"a":2}`, status: 201, inBody: `"rev":"3-`},
+	// a live doc's deleted conflict is edited by its rev
+	{method: "PUT", path: "/{db}/br", body: `{"_rev":"2-bbbb","v":2}`, status: 201, inBody: `"rev":"3-`},
+	{method: "DELETE", path: "/{db}/br?rev=2-bbbb", status: 409, err: "conflict", reason: "Document update conflict."},
+	{method: "DELETE", path: "/{db}/live?rev=1-aaaa", status: 200, inBody: `"rev":"2-`},
+	{method: "DELETE", path: "/{db}/live?rev=1-aaaa", status: 404, err: "not_found", reason: "deleted"},
+}
+
+func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
+	t.Helper()
+	for i, st := range steps {
+		var body io.Reader
+		if st.body != "" {
+			body = strings.NewReader(st.body)
+		}
+		req, err := http.NewRequest(st.method, base+strings.ReplaceAll(st.path, "{db}", db), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(user, pw)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		where := fmt.Sprintf("step %d: %s %s", i, st.method, st.path)
+		if resp.StatusCode != st.status {
+			t.Fatalf("%s: status %d, want %d: %s", where, resp.StatusCode, st.status, clip(b))
+		}
+		if st.err != "" {
+			var e struct{ Error, Reason string }
+			if json.Unmarshal(b, &e) != nil || e.Error != st.err || e.Reason != st.reason {
+				t.Fatalf("%s: answer %s, want %q/%q", where, clip(b), st.err, st.reason)
+			}
+		}
+		if st.inBody != "" && !bytes.Contains(b, []byte(st.inBody)) {
+			t.Fatalf("%s: answer %s, want %s in it", where, clip(b), st.inBody)
+		}
+	}
+}
+
+// DELETE of a doc that is not there or deleted already is CouchDB's 404
+// (missing or deleted, whatever the rev), not a conflict; a deleted doc
+// is re-created without a rev and refuses one.
+func TestDeleteAndDeletedDocs(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/del", nil, nil)
+	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "del", deleteSteps)
+}
+
+func TestDeleteAndDeletedDocsAsCouchDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a CouchDB")
+	}
+	cs := testcouch.Start(t, "")
+	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/del", status: 201}})
+	runSteps(t, cs.URL, cs.User, cs.Password, "del", deleteSteps)
+}
+
+// Every answer carries X-Couch-Request-ID: the client's own when it sent
+// one, else ten hex digits, new for each request, as CouchDB.
+func TestRequestID(t *testing.T) {
+	s := testserver.Start(t)
+	hex10 := regexp.MustCompile(`^[0-9a-f]{10}$`)
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		method, path string
+		admin        bool
+		status       int
+	}{
+		{"GET", "/", false, 200},
+		{"GET", "/_all_dbs", true, 200},
+		{"GET", "/no-such-db", true, 404},
+		{"GET", "/_all_dbs", false, 401},
+		{"PATCH", "/", true, 405},
+		{"PUT", "/Bad", true, 400},
+	} {
+		req := s.NewRequest(t, tc.method, tc.path, nil)
+		if tc.admin {
+			req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		id := resp.Header.Get("X-Couch-Request-ID")
+		if resp.StatusCode != tc.status || !hex10.MatchString(id) || seen[id] {
+			t.Fatalf("%s %s: status %d (want %d), X-Couch-Request-ID %q (ten hex digits, new each time)", tc.method, tc.path, resp.StatusCode, tc.status, id)
+		}
+		seen[id] = true
+	}
+	req := s.NewRequest(t, "GET", "/", nil)
+	req.Header.Set("X-Couch-Request-ID", "trace-me-42")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Couch-Request-ID"); got != "trace-me-42" {
+		t.Fatalf("X-Couch-Request-ID %q, want the client's own", got)
+	}
+}
+
+// The welcome lists only the features settee has: a client that sees
+// "partitioned" or "reshard" there uses them.
+func TestWelcomeFeatures(t *testing.T) {
+	s := testserver.Start(t)
+	var w struct{ Features []string }
+	mustCall(t, s, 200, "GET", "/", nil, &w)
+	if strings.Join(w.Features, ",") != "scheduler" {
+		t.Fatalf("features %v, want [scheduler]", w.Features)
+	}
+}
