@@ -36,15 +36,17 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
 		if err := requireJSON(rq); err != nil {
 			return err
 		}
-		var body struct {
-			Keys *[]json.RawMessage `json:"keys"`
-		}
+		var body map[string]json.RawMessage
 		if err := g.decodeJSON(rq, &body); err != nil {
 			return err
 		}
-		if body.Keys != nil {
-			keys, hasKeys = *body.Keys, true
+		if raw, ok := body["keys"]; ok {
+			if err := json.Unmarshal(raw, &keys); err != nil {
+				return badRequest("`keys` body member must be an array.")
+			}
+			hasKeys = true
 		}
+		bodyParams(rq, body)
 	default:
 		return methodNotAllowed("GET,HEAD,POST")
 	}
@@ -275,6 +277,27 @@ func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string) 
 		}
 	}
 	return append(buf, '}')
+}
+
+// bodyParams takes the query parameters a POSTed _all_docs body carries
+// beside keys (limit, skip, include_docs…), as CouchDB reads them: where
+// the query string sets the same parameter, the query string's stands.
+func bodyParams(rq *req, body map[string]json.RawMessage) {
+	for k, raw := range body {
+		if rq.q.Has(k) {
+			continue
+		}
+		switch k {
+		case "limit", "skip", "descending", "include_docs", "conflicts", "inclusive_end", "update_seq",
+			"attachments", "att_encoding_info", "key", "startkey", "start_key", "endkey", "end_key":
+			rq.q.Set(k, string(raw)) // JSON in the query string too
+		case "startkey_docid", "start_key_doc_id", "endkey_docid", "end_key_doc_id":
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				rq.q.Set(k, s) // a plain string in the query string
+			}
+		}
+	}
 }
 
 // keysRows answers _all_docs?keys=: one row per key, in key order,

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/settee/settee/couchdoc"
 
@@ -59,7 +60,14 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	h := rq.w.Header()
 	h.Set("ETag", etag)
 	h.Set("Content-Type", meta.ContentType)
-	h.Set("Accept-Ranges", "none")
+	// ranges of what is stored as it is (CouchDB's rule: not of the text
+	// types it stores gzipped)
+	ranges := meta.Encoding != "gzip"
+	if ranges {
+		h.Set("Accept-Ranges", "bytes")
+	} else {
+		h.Set("Accept-Ranges", "none")
+	}
 	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
 		rq.w.WriteHeader(http.StatusNotModified)
 		return nil
@@ -72,6 +80,11 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		h.Set("Content-Length", strconv.FormatUint(meta.Length, 10))
 	}
 	if rq.r.Method == http.MethodHead {
+		if ranges {
+			if done, err := writeRanges(rq, meta.ContentType, nil, int64(meta.Length)); done || err != nil {
+				return err
+			}
+		}
 		rq.w.WriteHeader(200)
 		return nil
 	}
@@ -84,6 +97,11 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 			return err
 		}
 	}
+	if ranges {
+		if done, err := writeRanges(rq, meta.ContentType, data, int64(len(data))); done || err != nil {
+			return err
+		}
+	}
 	rq.w.WriteHeader(200)
 	_, _ = rq.w.Write(data)
 	return nil
@@ -92,6 +110,9 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	if err := checkDocID(id); err != nil {
 		return err
+	}
+	if !utf8.ValidString(name) {
+		return badRequest("Attachment name is not UTF-8 encoded")
 	}
 	if strings.HasPrefix(name, "_") {
 		return badRequest("Attachment name '" + name + "' starts with prohibited character '_'")

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 
+	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
 
 	"github.com/settee/settee/docjson"
@@ -75,13 +77,19 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		}
 		return g.writeJSON(rq, 417, out)
 	}
-	updates := make([]*pb.DocUpdate, len(parsed))
+	// _local docs in the batch are stored as local docs (no rev tree, rev
+	// 0-N), as CouchDB does; the others go to the shards together
+	var updates []*pb.DocUpdate
+	var at []int // the batch position of updates[tag]
 	for i, d := range parsed {
-		u, err := docUpdate(uint32(i), ids[i], d, newEdits)
+		if strings.HasPrefix(ids[i], "_local/") {
+			continue
+		}
+		u, err := docUpdate(uint32(len(updates)), ids[i], d, newEdits)
 		if err != nil {
 			return err
 		}
-		updates[i] = u
+		updates, at = append(updates, u), append(at, i)
 	}
 	w := bd.W
 	if !bd.HasW {
@@ -89,9 +97,18 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			return err
 		}
 	}
-	out, err := g.c.UpdateDocs(rq.ctx, db, updates, newEdits, w)
+	written, err := g.c.UpdateDocs(rq.ctx, db, updates, newEdits, w)
 	if err != nil {
 		return err
+	}
+	out := make([]coordinator.Outcome, len(parsed))
+	for tag, o := range written {
+		out[at[tag]] = o
+	}
+	for i, d := range parsed {
+		if strings.HasPrefix(ids[i], "_local/") {
+			out[i] = g.putLocalInBatch(rq, db, ids[i], d)
+		}
 	}
 	status := 201
 	buf := make([]byte, 0, 64*len(out)+2)
@@ -126,6 +143,16 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 	}
 	buf = append(buf, "]\n"...)
 	return g.writeJSON(rq, status, buf)
+}
+
+// putLocalInBatch writes one _local doc of a _bulk_docs batch.
+func (g *Gateway) putLocalInBatch(rq *req, db, id string, d *docjson.Doc) coordinator.Outcome {
+	rev, err := g.c.PutLocal(rq.ctx, db, &pb.PutLocal{Id: id, Rev: d.Rev, Json: d.Body, Deleted: d.Deleted})
+	if err != nil {
+		ce := toCouch(err)
+		return coordinator.Outcome{Err: &pb.Error{Code: ce.code, Reason: ce.reason}}
+	}
+	return coordinator.Outcome{Rev: rev}
 }
 
 type bulkGetItem struct {

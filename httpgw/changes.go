@@ -48,7 +48,7 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	var err error
 	if f := rq.q.Get("feed"); f != "" {
 		switch f {
-		case "normal", "longpoll", "continuous", "eventsource":
+		case "normal", "longpoll", "continuous", "eventsource", "live":
 			c.feed = f
 		default:
 			return nil, badRequest("Supported `feed` types: normal, continuous, live, longpoll, eventsource")

@@ -133,6 +133,11 @@ func (g *Gateway) base(rq *req) string {
 	if p := rq.r.Header.Get("X-Forwarded-Proto"); p != "" {
 		scheme = p
 	}
+	// behind a proxy, Location names the host the client asked for
+	// (CouchDB's [httpd] x_forwarded_host)
+	if h := rq.r.Header.Get("X-Forwarded-Host"); h != "" {
+		return scheme + "://" + h
+	}
 	return scheme + "://" + rq.r.Host
 }
 

@@ -293,6 +293,12 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 		return err
 	}
 	o := out[0]
+	if o.Err != nil && rq.q.Get("batch") == "ok" && errors.Is(o.Err, coordinator.ErrConflict) {
+		// CouchDB answers a batch=ok write before it is tried, so a
+		// conflict is never reported to its client; settee writes it
+		// first (a 202 is durable) and answers the same
+		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
+	}
 	if o.Err != nil {
 		return o.Err
 	}
@@ -426,6 +432,9 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	dest := rq.r.Header.Get("Destination")
 	if dest == "" {
 		return badRequest("Destination header is mandatory for COPY.")
+	}
+	if u, err := url.Parse(dest); err == nil && (u.Scheme != "" || u.Host != "") {
+		return badRequest("Destination URL must be relative.")
 	}
 	destID, destQ, _ := strings.Cut(dest, "?")
 	destID, err := url.PathUnescape(destID)

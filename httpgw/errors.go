@@ -49,6 +49,7 @@ var (
 	errDocIDNotUTF8  = newErr(400, "illegal_docid", "Document id must be valid UTF-8")
 	errRevMismatchQ  = badRequest("Document rev from request body and query string have different values")
 	errRevMismatchIM = badRequest("Document rev and etag have different values")
+	errBadLocalID    = badRequest("Invalid _local document id.")
 )
 
 // codeStatus maps error names that cross actors (pb.Error codes) to HTTP

@@ -16,6 +16,9 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 	if err := g.requireMember(rq, db); err != nil {
 		return err
 	}
+	if id == "_local/" {
+		return errBadLocalID
+	}
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
 		d, err := g.c.GetLocal(rq.ctx, db, id)

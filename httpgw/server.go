@@ -145,6 +145,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
 	h.Set("X-Couch-Request-ID", requestID(r))
+	// a client that can send only GET and POST (a browser form, a proxy)
+	// names the method it means; CouchDB honours it on POST alone
+	if m := r.Header.Get("X-HTTP-Method-Override"); m != "" && r.Method == http.MethodPost {
+		r.Method = m
+	}
 	rq = &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
 	if g.cfg.RequestTimeout > 0 && !longRequest(r) {
 		var cancel context.CancelFunc

@@ -18,8 +18,12 @@ import (
 // 2026-12-01); the steps of a table run in order on one database.
 type wireStep struct {
 	method, path, body  string
+	hdr                 map[string]string // request headers beside Content-Type: application/json
 	status              int
-	err, reason, inBody string // "" : not checked
+	err, reason, inBody string            // "" : not checked
+	raw                 string            // the exact body, when set
+	rows                int               // rows in the answer, when > 0
+	wantHdr             map[string]string // response headers ({db} substituted)
 }
 
 // deletedDocs are docs with revs the test wrote itself (new_edits=false),
@@ -68,6 +72,9 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 		}
 		req.SetBasicAuth(user, pw)
 		req.Header.Set("Content-Type", "application/json")
+		for k, v := range st.hdr {
+			req.Header.Set(k, v)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -86,6 +93,20 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 		}
 		if st.inBody != "" && !bytes.Contains(b, []byte(st.inBody)) {
 			t.Fatalf("%s: answer %s, want %s in it", where, clip(b), st.inBody)
+		}
+		if st.raw != "" && string(b) != st.raw {
+			t.Fatalf("%s: body %q, want %q", where, clip(b), st.raw)
+		}
+		if st.rows > 0 {
+			var r struct{ Rows []json.RawMessage }
+			if json.Unmarshal(b, &r) != nil || len(r.Rows) != st.rows {
+				t.Fatalf("%s: answer %s, want %d rows", where, clip(b), st.rows)
+			}
+		}
+		for k, v := range st.wantHdr {
+			if got := resp.Header.Get(k); got != strings.ReplaceAll(v, "{db}", db) {
+				t.Fatalf("%s: %s %q, want %q", where, k, got, v)
+			}
 		}
 	}
 }
@@ -162,4 +183,66 @@ func TestWelcomeFeatures(t *testing.T) {
 	if strings.Join(w.Features, ",") != "scheduler" {
 		t.Fatalf("features %v, want [scheduler]", w.Features)
 	}
+}
+
+// CouchDB's small print that clients and tools rely on (issue 15).
+var smallPrintSteps = []wireStep{
+	{method: "PUT", path: "/{db}/src", body: `{"a":1}`, status: 201},
+	{method: "GET", path: "/{db}/_changes?feed=live&timeout=100", status: 200, inBody: `"last_seq"`},
+	// _local docs in _bulk_docs are local docs
+	{method: "POST", path: "/{db}/_bulk_docs", body: `{"docs":[{"_id":"_local/x","a":1}]}`, status: 201,
+		inBody: `"id":"_local/x","rev":"0-1"`},
+	{method: "GET", path: "/{db}/_local/x", status: 200, inBody: `"a":1`},
+	{method: "PUT", path: "/{db}/_local/", body: `{}`, status: 400, err: "bad_request", reason: "Invalid _local document id."},
+	{method: "PUT", path: "/{db}/_local%2F", body: `{}`, status: 400, err: "bad_request", reason: "Invalid _local document id."},
+	{method: "COPY", path: "/{db}/src", hdr: map[string]string{"Destination": "http://example.com/x"},
+		status: 400, err: "bad_request", reason: "Destination URL must be relative."},
+	{method: "PUT", path: "/{db}/s1", body: `{"_attachments":{"a.txt":{"stub":true,"revpos":5}}}`,
+		status: 412, err: "missing_stub", reason: "Invalid attachment stub in s1 for a.txt"},
+	{method: "PUT", path: "/{db}/b1?batch=ok", body: `{}`, status: 202, inBody: `"ok":true`},
+	{method: "PUT", path: "/{db}/src?batch=ok", body: `{}`, status: 202, inBody: `"ok":true`}, // a conflict, untold
+	// a POSTed _all_docs body's limit counts; the query string's wins
+	{method: "POST", path: "/{db}/_all_docs", body: `{"keys":["src","nope"],"limit":1}`, status: 200, rows: 1},
+	{method: "POST", path: "/{db}/_all_docs?limit=2", body: `{"keys":["src","nope","zz"],"limit":1}`, status: 200, rows: 2},
+	{method: "POST", path: "/{db}/_all_docs", body: `{"keys":"x"}`, status: 400, err: "bad_request", reason: "`keys` body member must be an array."},
+	{method: "PUT", path: "/{db}/at1/%FF%FE", body: "hi", hdr: map[string]string{"Content-Type": "text/plain"},
+		status: 400, err: "bad_request", reason: "Attachment name is not UTF-8 encoded"},
+	{method: "POST", path: "/{db}/src", hdr: map[string]string{"X-HTTP-Method-Override": "GET"}, status: 200, inBody: `"a":1`},
+	{method: "PUT", path: "/{db}/fh", body: `{}`, hdr: map[string]string{"X-Forwarded-Host": "proxy.example:8080"},
+		status: 201, wantHdr: map[string]string{"Location": "http://proxy.example:8080/{db}/fh"}},
+	// Range on an attachment stored as it is
+	{method: "PUT", path: "/{db}/rg/f.bin", body: "abcdefghij", hdr: map[string]string{"Content-Type": "application/octet-stream"}, status: 201},
+	{method: "GET", path: "/{db}/rg/f.bin", status: 200, raw: "abcdefghij", wantHdr: map[string]string{"Accept-Ranges": "bytes"}},
+	{method: "GET", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "bytes=2-4"}, status: 206, raw: "cde",
+		wantHdr: map[string]string{"Content-Range": "bytes 2-4/10", "Accept-Ranges": "bytes", "Content-Length": "3"}},
+	{method: "GET", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "bytes=-3"}, status: 206, raw: "hij",
+		wantHdr: map[string]string{"Content-Range": "bytes 7-9/10"}},
+	{method: "GET", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "bytes=8-"}, status: 206, raw: "ij"},
+	{method: "GET", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "bytes=20-30"}, status: 416,
+		err: "requested_range_not_satisfiable", reason: "Requested range not satisfiable"},
+	{method: "GET", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "garbage"}, status: 200, raw: "abcdefghij"},
+	{method: "GET", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "bytes=0-1,5-6"}, status: 206,
+		inBody: "Content-Range: bytes 5-6/10"},
+	{method: "HEAD", path: "/{db}/rg/f.bin", hdr: map[string]string{"Range": "bytes=2-4"}, status: 206,
+		wantHdr: map[string]string{"Content-Range": "bytes 2-4/10"}},
+	// not on a text type, stored gzipped
+	{method: "PUT", path: "/{db}/tx/t.txt?rev=1-x", body: "hello", hdr: map[string]string{"Content-Type": "text/plain"}, status: 409},
+	{method: "PUT", path: "/{db}/tx/t.txt", body: "hello", hdr: map[string]string{"Content-Type": "text/plain"}, status: 201},
+	{method: "GET", path: "/{db}/tx/t.txt", hdr: map[string]string{"Range": "bytes=0-1"}, status: 200, raw: "hello",
+		wantHdr: map[string]string{"Accept-Ranges": "none"}},
+}
+
+func TestSmallPrint(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/sp", nil, nil)
+	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "sp", smallPrintSteps)
+}
+
+func TestSmallPrintAsCouchDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a CouchDB")
+	}
+	cs := testcouch.Start(t, "")
+	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/sp", status: 201}})
+	runSteps(t, cs.URL, cs.User, cs.Password, "sp", smallPrintSteps)
 }

@@ -18,10 +18,9 @@ func checkDocID(id string) error {
 		return errDocIDEmpty
 	case !utf8.ValidString(id):
 		return errDocIDNotUTF8
+	case id == "_design/", id == "_local/":
+		return errDocIDEmpty
 	case strings.HasPrefix(id, "_design/"), strings.HasPrefix(id, "_local/"):
-		if len(id) == len("_design/") || id == "_local/" {
-			return errDocIDEmpty
-		}
 		return nil
 	case id[0] == '_':
 		return errIllegalDocID
