@@ -281,6 +281,9 @@ func (e env) run(t *testing.T, tg *target, scenario, db string, out any) {
 	if err != nil {
 		t.Fatalf("%s: pouch.js %s: %v\nstderr: %s\nstdout: %s", tg.name, scenario, err, stderr.Bytes(), clip(stdout.Bytes()))
 	}
+	if stderr.Len() > 0 {
+		t.Logf("%s: pouch.js %s stderr:\n%s", tg.name, scenario, clip(stderr.Bytes()))
+	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
 		t.Fatalf("%s: pouch.js %s printed no JSON: %v\n%s", tg.name, scenario, err, clip(stdout.Bytes()))
 	}
@@ -366,6 +369,8 @@ func scenarios(t *testing.T, e env, tg *target) {
 		{"checkpoint", testCheckpoint},
 		{"sync", testSync},
 		{"live", testLive},
+		{"filtered", testFiltered},
+		{"many", testMany},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -784,5 +789,57 @@ func testLive(t *testing.T, e env, tg *target, db string) {
 	}
 	for _, id := range []string{"l-before", "l-after"} {
 		tg.json(t, 200, "GET", "/"+db+"/"+id, nil)
+	}
+}
+
+// 5. Filtered replications: doc_ids and a selector, which PouchDB asks the
+// server to apply (_changes?filter=_doc_ids, filter=_selector), and a push
+// through a JavaScript filter.
+func testFiltered(t *testing.T, e env, tg *target, db string) {
+	for id, typ := range map[string]string{"f-1": "keep", "f-2": "drop", "f-3": "keep", "f-4": "drop", "f-5": "keep"} {
+		tg.json(t, 201, "PUT", "/"+db+"/"+id, map[string]any{"type": typ})
+	}
+	type ids struct {
+		Replication replication `json:"replication"`
+		IDs         []string    `json:"ids"`
+	}
+	var out struct {
+		DocIDs     ids `json:"doc_ids"`
+		Selector   ids `json:"selector"`
+		PushFilter struct {
+			Replication replication `json:"replication"`
+		} `json:"push_filter"`
+	}
+	e.run(t, tg, "filtered", db, &out)
+	checkRep(t, "doc_ids pull", out.DocIDs.Replication, 2)
+	if want := []string{"f-1", "f-3"}; !slices.Equal(out.DocIDs.IDs, want) {
+		t.Errorf("doc_ids pull: PouchDB has %v, want %v", out.DocIDs.IDs, want)
+	}
+	checkRep(t, "selector pull", out.Selector.Replication, 3)
+	if want := []string{"f-1", "f-3", "f-5"}; !slices.Equal(out.Selector.IDs, want) {
+		t.Errorf("selector pull: PouchDB has %v, want %v", out.Selector.IDs, want)
+	}
+	checkRep(t, "filtered push", out.PushFilter.Replication, 1)
+	tg.json(t, 200, "GET", "/"+db+"/f-push-yes", nil)
+	tg.json(t, 404, "GET", "/"+db+"/f-push-no", nil)
+}
+
+// 6. Hundreds of docs in small batches (a checkpoint after each), pushed
+// and pulled back.
+func testMany(t *testing.T, e env, tg *target, db string) {
+	var out struct {
+		Push, Pull replication
+		Count      int
+		Bad        []string
+	}
+	e.run(t, tg, "many", db, &out)
+	checkRep(t, "push", out.Push, 300)
+	checkRep(t, "pull", out.Pull, 300)
+	if out.Count != 300 || len(out.Bad) != 0 {
+		t.Errorf("pulled back %d docs, %d wrong (%v), want 300 as written", out.Count, len(out.Bad), out.Bad)
+	}
+	info := tg.json(t, 200, "GET", "/"+db, nil)
+	if info["doc_count"] != 300.0 {
+		t.Errorf("%s: doc_count %v, want 300", tg.name, info["doc_count"])
 	}
 }

@@ -219,6 +219,40 @@ const scenarios = {
     return out;
   },
 
+  // filtered pulls: doc_ids (filter=_doc_ids) and a Mango selector
+  // (filter=_selector); a push with a JavaScript filter runs in PouchDB
+  async filtered() {
+    const remote = remoteDB();
+    const ids = async (db) => (await db.allDocs()).rows.map((r) => r.id).sort();
+    const a = localDB();
+    const ra = await a.replicate.from(remote, { doc_ids: ['f-1', 'f-3', 'f-missing'] });
+    const b = localDB();
+    const rb = await b.replicate.from(remote, { selector: { type: 'keep' } });
+    const c = localDB();
+    await c.bulkDocs([{ _id: 'f-push-yes', up: true }, { _id: 'f-push-no', up: false }]);
+    const rc = await c.replicate.to(remote, { filter: (doc) => doc.up === true });
+    return {
+      doc_ids: { replication: rep(ra), ids: await ids(a) },
+      selector: { replication: rep(rb), ids: await ids(b) },
+      push_filter: { replication: rep(rc) },
+    };
+  },
+
+  // many docs in small batches, pushed and pulled back into a fresh db
+  async many() {
+    const remote = remoteDB();
+    const a = localDB();
+    const docs = [];
+    for (let i = 0; i < 300; i++) docs.push({ _id: 'm-' + String(i).padStart(4, '0'), i });
+    await a.bulkDocs(docs);
+    const push = await a.replicate.to(remote, { batch_size: 40 });
+    const b = localDB();
+    const pull = await b.replicate.from(remote, { batch_size: 40, batches_limit: 2 });
+    const all = await b.allDocs({ include_docs: true });
+    const bad = all.rows.filter((r) => r.doc.i !== Number(r.id.slice(2))).map((r) => r.id);
+    return { push: rep(push), pull: rep(pull), count: all.rows.length, bad };
+  },
+
   async live() {
     const local = localDB();
     const remote = remoteDB();
