@@ -762,7 +762,15 @@ func testLive(t *testing.T, e env, tg *target, db string) {
 			Status int            `json:"status"`
 			Body   map[string]any `json:"body"`
 		} `json:"put"`
-		Got      doc `json:"got"`
+		Got doc `json:"got"`
+		Del struct {
+			Status int            `json:"status"`
+			Body   map[string]any `json:"body"`
+		} `json:"del"`
+		Deleted struct {
+			Status int    `json:"status"`
+			Reason string `json:"reason"`
+		} `json:"deleted"`
 		Complete struct {
 			Push, Pull string
 		} `json:"complete"`
@@ -774,6 +782,12 @@ func testLive(t *testing.T, e env, tg *target, db string) {
 	e.run(t, tg, "live", db, &out)
 	if out.Put.Status != 201 || out.Got.rev() != out.Put.Body["rev"] {
 		t.Errorf("PouchDB has l-server at %s; the server answered the PUT %d %v", out.Got.rev(), out.Put.Status, out.Put.Body)
+	}
+	if out.Del.Status != 200 || out.Deleted.Status != 404 || out.Deleted.Reason != "deleted" {
+		t.Errorf("the server answered the DELETE of l-server %d %v; then PouchDB's get answered %+v, want 404 deleted", out.Del.Status, out.Del.Body, out.Deleted)
+	}
+	if d, _ := out.Del.Body["rev"].(string); d != "" {
+		checkTombstone(t, tg, db, "l-server", d)
 	}
 	if out.Complete.Push != "cancelled" || out.Complete.Pull != "cancelled" {
 		t.Errorf("live sync ended %+v, want both directions cancelled", out.Complete)

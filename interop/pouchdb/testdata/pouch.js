@@ -281,6 +281,17 @@ const scenarios = {
     });
     const put = { status: res.status, body: await res.json() };
     const got = await waitFor('l-server in the local db', () => local.get('l-server'), 10000);
+    // a delete on the server reaches the local db too
+    const del = await fetch(new URL(u.href + '?rev=' + put.body.rev), { method: 'DELETE', headers: { Authorization: auth } });
+    const delBody = await del.json();
+    const deleted = await waitFor('the delete of l-server in the local db', async () => {
+      try {
+        await local.get('l-server');
+        return false;
+      } catch (e) {
+        return { status: e.status, reason: e.reason };
+      }
+    }, 10000);
     // and a local change goes the other way
     await local.put({ _id: 'l-after', v: 2 });
     await waitFor('l-after on the server', () => remote.get('l-after'), 10000);
@@ -289,6 +300,8 @@ const scenarios = {
     return {
       put,
       got,
+      del: { status: del.status, body: delBody },
+      deleted,
       complete: { status: info.status || null, push: info.push ? info.push.status : null, pull: info.pull ? info.pull.status : null },
       events,
     };
