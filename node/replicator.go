@@ -49,10 +49,12 @@ func (n *Node) startReplicator() {
 		Create:            n.createForReplicator,
 		Owner:             owner,
 		RetryBase:         n.cfg.ReplicatorRetryBase,
-		ConnectionTimeout: n.cfg.ReplicatorConnectionTimeout,
-		MaxJobs:           n.cfg.ReplicatorMaxJobs,
-		MaxChurn:          n.cfg.ReplicatorMaxChurn,
-		Interval:          n.cfg.ReplicatorInterval,
+		// [replicator] of _config (its flags the start values), read
+		// here only: a change takes effect at the next start
+		ConnectionTimeout: time.Duration(n.conf.intValue("replicator", "connection_timeout")) * time.Millisecond,
+		MaxJobs:           n.conf.intValue("replicator", "max_jobs"),
+		MaxChurn:          n.conf.intValue("replicator", "max_churn"),
+		Interval:          time.Duration(n.conf.intValue("replicator", "interval")) * time.Millisecond,
 	})
 	if n.cl != nil {
 		props := actor.PropsFromFunc(func(ctx actor.Context) {
