@@ -307,7 +307,11 @@ func (g *Gateway) checkAttSizes(atts []*pb.Att) error {
 	}
 	limit := g.cfg.Settings.MaxAttachmentSize()
 	for _, a := range atts {
-		if int64(len(a.Data)) > limit {
+		n := int64(len(a.Data))
+		if a.Length > 0 {
+			n = int64(a.Length) // the identity length of a compressed one
+		}
+		if n > limit {
 			return newErr(413, "attachment_too_large", a.Name)
 		}
 	}

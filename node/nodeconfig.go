@@ -170,9 +170,7 @@ func (n *Node) loadConfig() error {
 			if err != nil {
 				return err
 			}
-			// a section has no "/" of its own: CouchDB's sections are
-			// names; a key may (stored after the first "/")
-			s, k, _ := strings.Cut(string(it.Item().Key()[len(prefix):]), "/")
+			s, k := configKeyName(it.Item().Key())
 			setIn(c.stored, s, k, string(v))
 		}
 		return nil

@@ -3,14 +3,23 @@ package node
 import (
 	"context"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/settee/settee/smoosh"
 )
 
-// Settings are stored under node keys <0000>'C'<section>/<key>.
+// Settings are stored under node keys <0000>'C'<section>/<key>; a "%" or
+// "/" in the section is escaped (%25, %2F), so the first "/" ends it.
 func keyConfig(section, key string) []byte {
+	section = strings.NewReplacer("%", "%25", "/", "%2F").Replace(section)
 	return append([]byte{0, 0, 0, 0, 'C'}, section+"/"+key...)
+}
+
+// configKeyName is keyConfig's section and key again.
+func configKeyName(k []byte) (section, key string) {
+	section, key, _ = strings.Cut(string(k[5:]), "/")
+	return strings.NewReplacer("%2F", "/", "%25", "%").Replace(section), key
 }
 
 // startSmoosh starts the auto-compactor with the settings stored in badger.
