@@ -236,7 +236,7 @@ func TestConfigLiveSettings(t *testing.T) {
 	type check func(t *testing.T)
 	for _, tc := range []struct {
 		section, key, value, bad string
-		after, reset               check
+		after, reset             check
 	}{
 		{"couchdb", "max_document_size", "100", "abc",
 			func(t *testing.T) { mustCall(t, s, 413, "PUT", "/live/big", big, nil) },
