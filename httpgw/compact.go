@@ -195,6 +195,35 @@ type Settings interface {
 	MaxAttachmentSize() int64
 	// ServerAdmin is the server admin of that name (nil: none).
 	ServerAdmin(name string) *auth.Credential
+	// RequireValidUser is chttpd/require_valid_user and
+	// require_valid_user_except_for_up.
+	RequireValidUser() (all, exceptUp bool)
+}
+
+var errAuthRequired = newErr(401, "unauthorized", "Authentication required.")
+
+// requireValidUser reports whether an anonymous request is refused
+// (chttpd/require_valid_user): all but a login (POST /_session), and
+// /_up with require_valid_user_except_for_up.
+func (g *Gateway) requireValidUser(rq *req) bool {
+	if g.cfg.Settings == nil {
+		return false
+	}
+	all, exceptUp := g.cfg.Settings.RequireValidUser()
+	if !all && !exceptUp {
+		return false
+	}
+	first := ""
+	if len(rq.segs) > 0 {
+		first = rq.segs[0]
+	}
+	switch {
+	case first == "_session" && len(rq.segs) == 1 && rq.r.Method == http.MethodPost:
+		return false
+	case first == "_up" && len(rq.segs) == 1 && !all:
+		return false
+	}
+	return true
 }
 
 // handleConfig serves /_node/_local/_config[/section[/key]] and

@@ -269,6 +269,22 @@ func TestConfigLiveSettings(t *testing.T) {
 					t.Errorf("cluster/q back to 2: %d ranges", len(sh.Shards))
 				}
 			}},
+		{"chttpd", "require_valid_user", "true", "yes",
+			func(t *testing.T) {
+				anon(t, s, "GET", "/", 401, "Authentication required.")
+				anon(t, s, "GET", "/_up", 401, "Authentication required.")
+				anon(t, s, "POST", "/_session", 401, "Name or password is incorrect.")
+				if got := loginStatus(t, s, testserver.AdminUser, testserver.AdminPassword, "/"); got != 200 {
+					t.Errorf("admin under require_valid_user: %d", got)
+				}
+			},
+			func(t *testing.T) { anon(t, s, "GET", "/", 200, "Welcome") }},
+		{"chttpd", "require_valid_user_except_for_up", "true", "1",
+			func(t *testing.T) {
+				anon(t, s, "GET", "/", 401, "Authentication required.")
+				anon(t, s, "GET", "/_up", 200, `"ok"`)
+			},
+			func(t *testing.T) { anon(t, s, "GET", "/", 200, "Welcome") }},
 		{"cluster", "n", "1", "x", func(*testing.T) {}, func(*testing.T) {}},
 		{"log", "level", "debug", "bogus",
 			func(t *testing.T) {
@@ -338,5 +354,23 @@ func TestConfigOtherNode(t *testing.T) {
 	}
 	if st, b := c.Do(0, "DELETE", other, ""); st != 200 || string(b) != "\"on2\"\n" {
 		t.Fatalf("DELETE through node 1: %d %s", st, b)
+	}
+}
+
+// anon sends a request without credentials and checks the answer.
+func anon(t *testing.T, s *testserver.Server, method, path string, want int, in string) {
+	t.Helper()
+	var body any
+	if method == "POST" {
+		body = `{"name":"nobody","password":"x"}`
+	}
+	resp, err := http.DefaultClient.Do(s.NewRequest(t, method, path, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want || !strings.Contains(string(b), in) {
+		t.Errorf("anonymous %s %s: %d %s, want %d with %s", method, path, resp.StatusCode, b, want, in)
 	}
 }

@@ -78,6 +78,8 @@ type nodeConfig struct {
 	// the live settings
 	maxDoc, maxAtt atomic.Int64
 	q, copies      atomic.Int64
+	requireUser    atomic.Bool
+	requireNotUp   atomic.Bool
 	admins         atomic.Pointer[map[string]*auth.Credential]
 }
 
@@ -105,6 +107,8 @@ func (n *Node) loadConfig() error {
 	st("couchdb", "max_attachment_size", maxAtt)
 	st("cluster", "q", strconv.Itoa(cfg.Q))
 	st("cluster", "n", strconv.Itoa(cfg.N))
+	st("chttpd", "require_valid_user", "false")
+	st("chttpd", "require_valid_user_except_for_up", "false")
 	st("log", "level", "info")
 	if cfg.LogLevel != nil {
 		st("log", "level", levelName(cfg.LogLevel.Level()))
@@ -126,6 +130,12 @@ func (n *Node) loadConfig() error {
 			return nil
 		}
 	}
+	boolean := func(v string) error {
+		if v != "true" && v != "false" {
+			return errors.New("want true or false")
+		}
+		return nil
+	}
 	c.known = map[string]knownKey{
 		"couchdb/max_document_size": {posInt(1, math.MaxInt64), func(v string) { c.maxDoc.Store(atoi64(v)) }},
 		"couchdb/max_attachment_size": {func(v string) error {
@@ -140,6 +150,8 @@ func (n *Node) loadConfig() error {
 			}
 			c.maxAtt.Store(atoi64(v))
 		}},
+		"chttpd/require_valid_user":               {boolean, func(v string) { c.requireUser.Store(v == "true") }},
+		"chttpd/require_valid_user_except_for_up": {boolean, func(v string) { c.requireNotUp.Store(v == "true") }},
 		"cluster/q": {posInt(1, 256), func(v string) { c.q.Store(atoi64(v)) }},
 		"cluster/n": {posInt(1, 1000), func(v string) { c.copies.Store(atoi64(v)) }},
 		"log/level": {func(v string) error {
@@ -373,6 +385,12 @@ func (n *Node) DeleteConfig(section, key string) (string, error) {
 // ReloadConfig is POST _config/_reload: settee's config has no files to
 // read again, so it answers ok with nothing changed.
 func (n *Node) ReloadConfig() error { return nil }
+
+// RequireValidUser is chttpd/require_valid_user and
+// chttpd/require_valid_user_except_for_up.
+func (n *Node) RequireValidUser() (all, exceptUp bool) {
+	return n.conf.requireUser.Load(), n.conf.requireNotUp.Load()
+}
 
 // MaxDocumentSize is couchdb/max_document_size, in bytes.
 func (n *Node) MaxDocumentSize() int64 { return n.conf.maxDoc.Load() }
