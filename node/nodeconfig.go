@@ -90,8 +90,6 @@ func setIn(m map[string]map[string]string, section, key, v string) {
 	m[section][key] = v
 }
 
-func durSecs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
-
 // loadConfig builds the config from the start values and what is stored;
 // it runs before the admin is loaded and the daemons start.
 func (n *Node) loadConfig() error {
@@ -218,7 +216,8 @@ func cmpOr[T int | time.Duration](v, def T) T {
 
 func atoi64(v string) int64 { i, _ := strconv.ParseInt(v, 10, 64); return i }
 
-// startValue is a known key's value as the daemons read it at start.
+// value is a key's value as the daemons read it at start: the stored one
+// when it parses, else the start value.
 func (c *nodeConfig) value(section, key string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
