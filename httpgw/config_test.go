@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/settee/settee/internal/testcluster"
 	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 	"github.com/settee/settee/node"
@@ -335,26 +334,6 @@ func TestConfigLiveSettings(t *testing.T) {
 	mustCall(t, s, 200, "PUT", "/_node/_local/_config/couchdb/max_document_size", `"100"`, nil)
 	s.Restart(t)
 	mustCall(t, s, 413, "PUT", "/live/big2", big, nil)
-}
-
-// /_node/<other node>/_config is answered by that node, escaped keys and
-// all.
-func TestConfigOtherNode(t *testing.T) {
-	c := testcluster.New(t, 2)
-	c.Join()
-	other := "/_node/" + c.Name(1) + "/_config/zz%2Fs/k%2F1"
-	if st, b := c.Do(0, "PUT", other, `"on2"`); st != 200 || string(b) != "\"\"\n" {
-		t.Fatalf("PUT through node 1: %d %s", st, b)
-	}
-	if st, b := c.Do(1, "GET", "/_node/_local/_config/zz%2Fs", ""); st != 200 || string(b) != "{\"k/1\":\"on2\"}\n" {
-		t.Fatalf("node 2's own: %d %s", st, b)
-	}
-	if st, b := c.Do(0, "GET", "/_node/_local/_config/zz%2Fs", ""); st != 200 || string(b) != "{}\n" {
-		t.Fatalf("node 1 has it too: %d %s", st, b)
-	}
-	if st, b := c.Do(0, "DELETE", other, ""); st != 200 || string(b) != "\"on2\"\n" {
-		t.Fatalf("DELETE through node 1: %d %s", st, b)
-	}
 }
 
 // anon sends a request without credentials and checks the answer.
