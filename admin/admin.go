@@ -69,7 +69,7 @@ func command(ctx context.Context, out io.Writer) *cobra.Command {
 		}}
 	root.PersistentFlags().StringVar(&o.url, "url", def, "node URL with credentials, e.g. http://admin:pw@127.0.0.1:5984 (SETTEE_URL)")
 	root.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON instead of tables")
-	root.AddCommand(pingCmd(o), clusterCmd(o), dbCmd(o), compactCmd(o), replicateCmd(o), tasksCmd(o))
+	root.AddCommand(pingCmd(o), clusterCmd(o), dbCmd(o), compactCmd(o), replicateCmd(o), tasksCmd(o), configCmd(o))
 	return root
 }
 
@@ -554,4 +554,93 @@ func tasksCmd(o *opts) *cobra.Command {
 				}
 			})
 		}}
+}
+
+// configCmd reads and changes a node's _config (/_node/{node}/_config).
+func configCmd(o *opts) *cobra.Command {
+	var nodeName string
+	cfg := &cobra.Command{Use: "config", Short: "a node's runtime config (_config): get, set, delete"}
+	cfg.PersistentFlags().StringVar(&nodeName, "node", "_local", "the node whose config it is (a name from cluster status); another node is reached through this one")
+	path := func(parts ...string) string {
+		p := "/_node/" + url.PathEscape(nodeName) + "/_config"
+		for _, s := range parts {
+			p += "/" + url.PathEscape(s)
+		}
+		return p
+	}
+	cfg.AddCommand(&cobra.Command{Use: "get [SECTION [KEY]]", Short: "print every section, one section or one value", Args: cobra.MaximumNArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			switch len(args) {
+			case 2:
+				var v string
+				if err := c.do(o.ctx, "GET", path(args...), nil, &v); err != nil {
+					return err
+				}
+				return o.print(v, func(w *tabwriter.Writer) { fmt.Fprintln(w, v) })
+			case 1:
+				var sec map[string]string
+				if err := c.do(o.ctx, "GET", path(args...), nil, &sec); err != nil {
+					return err
+				}
+				return o.print(sec, func(w *tabwriter.Writer) {
+					for _, k := range sortedKeys(sec) {
+						fmt.Fprintf(w, "%s\t%s\n", k, sec[k])
+					}
+				})
+			}
+			var all map[string]map[string]string
+			if err := c.do(o.ctx, "GET", path(), nil, &all); err != nil {
+				return err
+			}
+			return o.print(all, func(w *tabwriter.Writer) {
+				fmt.Fprintln(w, "SECTION\tKEY\tVALUE")
+				for _, s := range sortedKeys(all) {
+					for _, k := range sortedKeys(all[s]) {
+						fmt.Fprintf(w, "%s\t%s\t%s\n", s, k, all[s][k])
+					}
+				}
+			})
+		}})
+	cfg.AddCommand(&cobra.Command{Use: "set SECTION KEY VALUE", Short: "set a value (a password in admins is stored hashed); prints the old one", Args: cobra.ExactArgs(3),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			var old string
+			if err := c.do(o.ctx, "PUT", path(args[0], args[1]), args[2], &old); err != nil {
+				return err
+			}
+			return o.print(map[string]any{"ok": true, "section": args[0], "key": args[1], "old": old}, func(w *tabwriter.Writer) {
+				fmt.Fprintf(w, "set %s/%s (was %q)\n", args[0], args[1], old)
+			})
+		}})
+	cfg.AddCommand(&cobra.Command{Use: "delete SECTION KEY", Short: "delete a value (a setting settee honours goes back to its start value); prints the old one", Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			var old string
+			if err := c.do(o.ctx, "DELETE", path(args[0], args[1]), nil, &old); err != nil {
+				return err
+			}
+			return o.print(map[string]any{"ok": true, "section": args[0], "key": args[1], "old": old}, func(w *tabwriter.Writer) {
+				fmt.Fprintf(w, "deleted %s/%s (was %q)\n", args[0], args[1], old)
+			})
+		}})
+	return cfg
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

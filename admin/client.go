@@ -40,6 +40,11 @@ func (c *client) do(ctx context.Context, method, path string, body any, out any)
 	u := *c.base
 	p, q, _ := strings.Cut(path, "?")
 	u.Path, u.RawQuery = p, q
+	if up, err := url.PathUnescape(p); err == nil && up != p {
+		// a path escaped by the caller (url.PathEscape of a name with
+		// "/" or spaces) is sent as it is
+		u.Path, u.RawPath = up, p
+	}
 	u.User = nil
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {

@@ -7,6 +7,7 @@ package auth
 import (
 	"crypto/pbkdf2"
 	"crypto/rand"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -36,6 +37,11 @@ func NewCredential(name, password string, iterations int) *Credential {
 }
 
 func (c *Credential) derive(password string) []byte {
+	if c.PRF == "sha1" || c.PRF == "sha" {
+		// CouchDB's older -pbkdf2- admin hashes: PBKDF2-SHA-1, 20 bytes
+		k, _ := pbkdf2.Key(sha1.New, password, []byte(c.Salt), c.Iterations, sha1.Size)
+		return k
+	}
 	k, _ := pbkdf2.Key(sha256.New, password, []byte(c.Salt), c.Iterations, 32)
 	return k
 }

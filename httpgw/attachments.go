@@ -172,7 +172,11 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		u.Atts = append(u.Atts, couchdoc.NewAttachment(name, ct, data))
+		att := couchdoc.NewAttachment(name, ct, data)
+		if err := g.checkAttSizes([]*pb.Att{att}); err != nil {
+			return err
+		}
+		u.Atts = append(u.Atts, att)
 	}
 	couchdoc.SortAttachments(u.Atts)
 	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, w)

@@ -103,6 +103,26 @@ func (a *authenticator) remember(name, pw string, user *User, salt string) {
 	a.cache[key] = cached{user: user, salt: salt, expires: time.Now().Add(5 * time.Minute)}
 }
 
+// forget drops every cached login: a server admin was added, changed or
+// removed.
+func (a *authenticator) forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.cache)
+}
+
+// serverAdmin is the server admin of that name from _config's admins
+// (the node's start admin without one); nil when there is none.
+func (g *Gateway) serverAdmin(name string) *auth.Credential {
+	if g.cfg.Settings != nil {
+		return g.cfg.Settings.ServerAdmin(name)
+	}
+	if g.cfg.Admin.Name == name {
+		return g.cfg.Admin
+	}
+	return nil
+}
+
 func (a *authenticator) key(name, pw string) [32]byte {
 	m := hmac.New(sha256.New, a.g.cfg.CookieSecret)
 	m.Write([]byte(name))
@@ -174,7 +194,7 @@ func (a *authenticator) checkCookie(rq *req, v string) *User {
 // account finds a name: the server admin, else its _users doc. The user
 // comes with the stored credential (nil: no such account).
 func (a *authenticator) account(rq *req, name string) (*User, *auth.Credential) {
-	if admin := a.g.cfg.Admin; name == admin.Name {
+	if admin := a.g.serverAdmin(name); admin != nil {
 		return &User{Name: name, Roles: []string{"_admin"}, Admin: true}, admin
 	}
 	cred, err := a.userDoc(rq, name)

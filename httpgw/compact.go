@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/settee/settee/auth"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -176,39 +177,93 @@ func (g *Gateway) handlePurgedInfosLimit(rq *req, db string) error {
 	return methodNotAllowed("GET,HEAD,PUT")
 }
 
-// Settings is the node's runtime configuration shown and changed by
-// /_node/_local/_config: settee keeps only the auto-compaction ("smoosh")
-// section there.
+// Settings is the node's runtime configuration, CouchDB's _config
+// (/_node/_local/_config), and the live settings the gateway reads from
+// it; node implements it.
 type Settings interface {
 	ConfigSections() []string
+	// ConfigSection is a section's keys; false when it has none.
 	ConfigSection(section string) (map[string]string, bool)
-	// SetConfig changes a key and returns its old value.
+	ConfigValue(section, key string) (string, error)
+	// SetConfig and DeleteConfig answer the old value.
 	SetConfig(section, key, value string) (old string, err error)
+	DeleteConfig(section, key string) (old string, err error)
+	ReloadConfig() error
+	// MaxDocumentSize and MaxAttachmentSize are couchdb/max_document_size
+	// and couchdb/max_attachment_size (bytes) as they are now.
+	MaxDocumentSize() int64
+	MaxAttachmentSize() int64
+	// ServerAdmin is the server admin of that name (nil: none).
+	ServerAdmin(name string) *auth.Credential
+	// RequireValidUser is chttpd/require_valid_user and
+	// require_valid_user_except_for_up.
+	RequireValidUser() (all, exceptUp bool)
 }
 
-// handleConfig serves GET /_node/_local/_config[/section[/key]] and PUT of a
-// key with a JSON string body, answering the old value (CouchDB's shapes).
+var errAuthRequired = newErr(401, "unauthorized", "Authentication required.")
+
+// requireValidUser reports whether an anonymous request is refused
+// (chttpd/require_valid_user): all but a login (POST /_session), and
+// /_up with require_valid_user_except_for_up.
+func (g *Gateway) requireValidUser(rq *req) bool {
+	if g.cfg.Settings == nil {
+		return false
+	}
+	all, exceptUp := g.cfg.Settings.RequireValidUser()
+	if !all && !exceptUp {
+		return false
+	}
+	first := ""
+	if len(rq.segs) > 0 {
+		first = rq.segs[0]
+	}
+	switch {
+	case first == "_session" && len(rq.segs) == 1 && rq.r.Method == http.MethodPost:
+		return false
+	case first == "_up" && len(rq.segs) == 1 && !all:
+		return false
+	}
+	return true
+}
+
+// handleConfig serves /_node/_local/_config[/section[/key]] and
+// POST …/_config/_reload, with CouchDB 3.5's shapes and answers: values
+// are JSON strings; PUT and DELETE answer the old value.
 func (g *Gateway) handleConfig(rq *req, rest []string) error {
 	st := g.cfg.Settings
 	if st == nil {
 		return errMissing
 	}
-	for len(rest) > 0 && rest[len(rest)-1] == "" {
+	if len(rest) > 0 && rest[len(rest)-1] == "" {
+		// a trailing slash names the level above (CouchDB: …/admins/ is
+		// the section)
 		rest = rest[:len(rest)-1]
 	}
+	get := rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead
 	switch len(rest) {
 	case 0:
-		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
-			return methodNotAllowed("GET,HEAD")
+		if !get {
+			return methodNotAllowed("GET")
 		}
 		all := map[string]map[string]string{}
 		for _, s := range st.ConfigSections() {
-			all[s], _ = st.ConfigSection(s)
+			if sec, ok := st.ConfigSection(s); ok {
+				all[s] = sec
+			}
 		}
 		return g.writeJSON(rq, 200, all)
 	case 1:
-		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
-			return methodNotAllowed("GET,HEAD")
+		if rest[0] == "_reload" {
+			if rq.r.Method != http.MethodPost {
+				return methodNotAllowed("POST")
+			}
+			if err := st.ReloadConfig(); err != nil {
+				return err
+			}
+			return g.writeJSON(rq, 200, okBody)
+		}
+		if !get {
+			return methodNotAllowed("GET")
 		}
 		sec, ok := st.ConfigSection(rest[0])
 		if !ok {
@@ -216,12 +271,17 @@ func (g *Gateway) handleConfig(rq *req, rest []string) error {
 		}
 		return g.writeJSON(rq, 200, sec)
 	case 2:
+		section, key := rest[0], rest[1]
+		if section == "" || key == "" {
+			// …/_config//key: CouchDB's answer for a path it takes for
+			// the section level
+			return methodNotAllowed("GET")
+		}
 		switch rq.r.Method {
 		case http.MethodGet, http.MethodHead:
-			sec, _ := st.ConfigSection(rest[0])
-			v, ok := sec[rest[1]]
-			if !ok {
-				return newErr(404, "not_found", "unknown_config_value")
+			v, err := st.ConfigValue(section, key)
+			if err != nil {
+				return err
 			}
 			return g.writeJSON(rq, 200, v)
 		case http.MethodPut:
@@ -229,17 +289,60 @@ func (g *Gateway) handleConfig(rq *req, rest []string) error {
 			if err != nil {
 				return err
 			}
-			var v string
-			if err := json.Unmarshal(b, &v); err != nil {
-				return badRequest("config value must be a JSON string")
+			var raw any
+			if err := json.Unmarshal(b, &raw); err != nil {
+				return errInvalidJSON
 			}
-			old, err := st.SetConfig(rest[0], rest[1], v)
+			v, ok := raw.(string)
+			if !ok {
+				return badRequest("a JSON string expected")
+			}
+			old, err := st.SetConfig(section, key, v)
 			if err != nil {
 				return err
 			}
+			if section == "admins" {
+				g.auth.forget()
+			}
+			return g.writeJSON(rq, 200, old)
+		case http.MethodDelete:
+			old, err := st.DeleteConfig(section, key)
+			if err != nil {
+				return err
+			}
+			if section == "admins" {
+				g.auth.forget()
+			}
 			return g.writeJSON(rq, 200, old)
 		}
-		return methodNotAllowed("GET,HEAD,PUT")
+		return methodNotAllowed("GET,PUT,DELETE")
 	}
 	return errMissing
+}
+
+// maxDocumentSize is couchdb/max_document_size now.
+func (g *Gateway) maxDocumentSize() int64 {
+	if g.cfg.Settings != nil {
+		return g.cfg.Settings.MaxDocumentSize()
+	}
+	return g.cfg.MaxDocumentSize
+}
+
+// checkAttSizes refuses attachments over couchdb/max_attachment_size:
+// 413 attachment_too_large naming the first, as CouchDB.
+func (g *Gateway) checkAttSizes(atts []*pb.Att) error {
+	if g.cfg.Settings == nil {
+		return nil
+	}
+	limit := g.cfg.Settings.MaxAttachmentSize()
+	for _, a := range atts {
+		n := int64(len(a.Data))
+		if a.Length > 0 {
+			n = int64(a.Length) // the identity length of a compressed one
+		}
+		if n > limit {
+			return newErr(413, "attachment_too_large", a.Name)
+		}
+	}
+	return nil
 }

@@ -284,6 +284,9 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 	if err != nil {
 		return err
 	}
+	if err := g.checkAttSizes(u.Atts); err != nil {
+		return err
+	}
 	w, err := intParam(rq, "w", 0)
 	if err != nil {
 		return err
@@ -347,7 +350,7 @@ func (g *Gateway) readDocBody(rq *req, limit int64) (*docjson.Doc, error) {
 		return nil, err
 	}
 	if gz {
-		limit = min(limit, g.cfg.MaxDocumentSize+1)
+		limit = min(limit, g.maxDocumentSize()+1)
 	}
 	b, err := readBody(rq, limit)
 	if gz && errors.Is(err, errTooLarge) {
@@ -356,7 +359,7 @@ func (g *Gateway) readDocBody(rq *req, limit int64) (*docjson.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(b)) > g.cfg.MaxDocumentSize {
+	if int64(len(b)) > g.maxDocumentSize() {
 		return nil, newErr(413, "document_too_large", "")
 	}
 	return docjson.ParseDoc(b)

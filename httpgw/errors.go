@@ -124,9 +124,11 @@ func toCouch(err error) *couchError {
 	case errors.Is(err, node.ErrQuorum):
 		return nodeErr(err, 400, "bad_request", "the shard map cannot be met")
 	// /_node/_local/_config
-	case errors.Is(err, node.ErrConfigReadOnly):
-		return badRequest("settee's _config holds the " + smoosh.Section + " section only")
-	case errors.Is(err, smoosh.ErrUnknownKey), errors.Is(err, smoosh.ErrBadValue):
+	case errors.Is(err, node.ErrConfigNotFound):
+		return newErr(404, "not_found", "unknown_config_value")
+	case errors.Is(err, node.ErrConfigForbidden):
+		return newErr(403, "forbidden", "Config section blacklisted for modification over HTTP API.")
+	case errors.Is(err, node.ErrConfigBadValue), errors.Is(err, smoosh.ErrUnknownKey), errors.Is(err, smoosh.ErrBadValue):
 		return badRequest(err.Error())
 	}
 	return newErr(500, "unknown_error", err.Error())

@@ -30,7 +30,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
 		return g.writeJSON(rq, 200, append(couchdoc.Append(nil, id, nil, rb, nil), '\n'))
 	case http.MethodPut:
-		d, err := g.readDocBody(rq, g.cfg.MaxDocumentSize+1)
+		d, err := g.readDocBody(rq, g.maxDocumentSize()+1)
 		if err != nil {
 			return err
 		}

@@ -69,7 +69,7 @@ func (g *Gateway) readMultipartDoc(rq *req, boundary string) (*docjson.Doc, *cou
 	if err != nil {
 		return nil, nil, err
 	}
-	rel, err := couchdoc.ReadRelated(body, boundary, g.cfg.MaxDocumentSize)
+	rel, err := couchdoc.ReadRelated(body, boundary, g.maxDocumentSize())
 	if err != nil {
 		return nil, nil, multipartErr(err)
 	}

@@ -140,8 +140,14 @@ func (g *Gateway) proxyNode(rq *req, name string) error {
 		}
 		out := rq.r.Clone(rq.ctx)
 		// the other node sees the request as for itself
+		// (segments escaped again: a _config key may hold a "/")
+		esc := make([]string, 0, len(rq.segs)-2)
+		for _, s := range rq.segs[2:] {
+			esc = append(esc, url.PathEscape(s))
+		}
+		raw := strings.TrimSuffix("/_node/_local/"+strings.Join(esc, "/"), "/")
 		out.URL.Path = strings.TrimSuffix("/_node/_local/"+strings.Join(rq.segs[2:], "/"), "/")
-		out.URL.RawPath = ""
+		out.URL.RawPath = raw
 		p.ServeHTTP(rq.w, out)
 		return nil
 	}

@@ -177,6 +177,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.user = user
+	if user == nil && g.requireValidUser(rq) {
+		g.fail(rq, errAuthRequired)
+		return
+	}
 	if err := g.route(rq); err != nil {
 		g.fail(rq, err)
 	}

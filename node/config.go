@@ -28,7 +28,13 @@ type Config struct {
 	// MaxDocumentSize and MaxRequestSize bound request bodies (bytes).
 	MaxDocumentSize int64
 	MaxRequestSize  int64
-	Logger          *slog.Logger
+	// MaxAttachmentSize bounds one attachment (bytes; 0: no limit,
+	// CouchDB's "infinity").
+	MaxAttachmentSize int64
+	Logger            *slog.Logger
+	// LogLevel, when set, is the level of Logger's handler: _config's
+	// log/level changes it at run time.
+	LogLevel *slog.LevelVar
 	// RequestTimeout bounds one request (not feeds or replications).
 	RequestTimeout time.Duration
 	// HeartbeatInterval is how often a cluster node pings every other
@@ -104,7 +110,7 @@ func (c Config) Validate() error {
 	if c.MemoryMB < 32 {
 		errs = append(errs, fmt.Errorf("memory budget must be at least 32 MB, got %d", c.MemoryMB))
 	}
-	if c.MaxDocumentSize <= 0 || c.MaxRequestSize <= 0 {
+	if c.MaxDocumentSize <= 0 || c.MaxRequestSize <= 0 || c.MaxAttachmentSize < 0 {
 		errs = append(errs, errors.New("size limits must be positive"))
 	}
 	if c.ReplicatorMaxJobs < 0 || c.ReplicatorMaxChurn < 0 || c.ReplicatorInterval < 0 {

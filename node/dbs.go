@@ -142,7 +142,7 @@ func (n *Node) createDB(ctx context.Context, name string, q, copies int) (bool, 
 		members = []string{n.cfg.Name}
 	}
 	if copies <= 0 {
-		copies = min(n.cfg.N, len(members))
+		copies = min(n.defaultCopies(), len(members))
 		if copies <= 0 {
 			copies = 1
 		}

@@ -54,6 +54,10 @@ type Node struct {
 	smoosh *smoosh.Daemon
 	// metrics is the node's Prometheus registry (/_node/_local/_prometheus)
 	metrics *metrics.Metrics
+	// conf is the node's _config (nodeconfig.go); startAdmin the admin
+	// loadAdmin found or made, kept under node key 'A'
+	conf       *nodeConfig
+	startAdmin *auth.Credential
 
 	closeOnce sync.Once
 	closeErr  error
@@ -157,10 +161,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if err := n.loadConfig(); err != nil {
+		return fail(err)
+	}
 	admin, err := n.loadAdmin()
 	if err != nil {
 		return fail(err)
 	}
+	n.startAdmin = admin
+	n.loadAdmins(admin)
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return log.With("src", "actor")
 	}))
@@ -183,9 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return fail(err)
 	}
 	n.startReplicator()
-	if err := n.startSmoosh(); err != nil {
-		return fail(err)
-	}
+	n.startSmoosh()
 	adminPW := ""
 	if user, pw, ok := strings.Cut(cfg.Admin, ":"); ok && user == admin.Name {
 		adminPW = pw // loadAdmin hashed or verified it just now
@@ -261,7 +268,7 @@ func (n *Node) Close(ctx context.Context) error {
 // when the database exists.
 func (n *Node) CreateDB(ctx context.Context, name string, q, copies int) (bool, error) {
 	if q <= 0 {
-		q = n.cfg.Q
+		q = n.defaultQ()
 	}
 	return n.createDB(ctx, name, q, copies)
 }

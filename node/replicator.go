@@ -40,19 +40,21 @@ func (n *Node) startReplicator() {
 		owner = n.replicationOwner
 	}
 	n.rep = replicator.Start(replicator.Config{
-		System:            n.sys,
-		Coord:             n.coord,
-		ServerUUID:        serverUUID,
-		NodeName:          n.cfg.Name,
-		Tasks:             n.tasks,
-		Log:               n.log.With("src", "replicator"),
-		Create:            n.createForReplicator,
-		Owner:             owner,
-		RetryBase:         n.cfg.ReplicatorRetryBase,
-		ConnectionTimeout: n.cfg.ReplicatorConnectionTimeout,
-		MaxJobs:           n.cfg.ReplicatorMaxJobs,
-		MaxChurn:          n.cfg.ReplicatorMaxChurn,
-		Interval:          n.cfg.ReplicatorInterval,
+		System:     n.sys,
+		Coord:      n.coord,
+		ServerUUID: serverUUID,
+		NodeName:   n.cfg.Name,
+		Tasks:      n.tasks,
+		Log:        n.log.With("src", "replicator"),
+		Create:     n.createForReplicator,
+		Owner:      owner,
+		RetryBase:  n.cfg.ReplicatorRetryBase,
+		// [replicator] of _config (its flags the start values), read
+		// here only: a change takes effect at the next start
+		ConnectionTimeout: time.Duration(n.conf.intValue("replicator", "connection_timeout")) * time.Millisecond,
+		MaxJobs:           n.conf.intValue("replicator", "max_jobs"),
+		MaxChurn:          n.conf.intValue("replicator", "max_churn"),
+		Interval:          time.Duration(n.conf.intValue("replicator", "interval")) * time.Millisecond,
 	})
 	if n.cl != nil {
 		props := actor.PropsFromFunc(func(ctx actor.Context) {

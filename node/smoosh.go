@@ -2,47 +2,34 @@ package node
 
 import (
 	"context"
-	"errors"
+	"maps"
+	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/settee/settee/smoosh"
-	"github.com/settee/settee/storage"
 )
 
-// Settings are stored under node keys <0000>'C'<section>/<key>.
+// Settings are stored under node keys <0000>'C'<section>/<key>; a "%" or
+// "/" in the section is escaped (%25, %2F), so the first "/" ends it.
 func keyConfig(section, key string) []byte {
+	section = strings.NewReplacer("%", "%25", "/", "%2F").Replace(section)
 	return append([]byte{0, 0, 0, 0, 'C'}, section+"/"+key...)
 }
 
+// configKeyName is keyConfig's section and key again.
+func configKeyName(k []byte) (section, key string) {
+	section, key, _ = strings.Cut(string(k[5:]), "/")
+	return strings.NewReplacer("%2F", "/", "%25", "%").Replace(section), key
+}
+
 // startSmoosh starts the auto-compactor with the settings stored in badger.
-func (n *Node) startSmoosh() error {
-	stored := map[string]string{}
-	prefix := keyConfig(smoosh.Section, "")
-	err := n.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			stored[string(it.Item().Key()[len(prefix):])] = string(v)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	save := func(key, value string) error {
-		return storage.Update(n.db, func(txn *badger.Txn) error { return txn.Set(keyConfig(smoosh.Section, key), []byte(value)) })
-	}
-	n.smoosh = smoosh.New(smooshTarget{n}, stored, save, n.log)
+func (n *Node) startSmoosh() {
+	n.conf.mu.Lock()
+	stored := maps.Clone(n.conf.stored[smoosh.Section])
+	n.conf.mu.Unlock()
+	// _config writes persist the values (nodeconfig.go)
+	n.smoosh = smoosh.New(smooshTarget{n}, stored, nil, n.log)
 	n.smoosh.Start()
-	return nil
 }
 
 // smooshTarget is the node as smoosh sees it.
@@ -65,28 +52,4 @@ func (t smooshTarget) Sizes(ctx context.Context, db string) (smoosh.Sizes, error
 func (t smooshTarget) Compact(ctx context.Context, db string) error {
 	_, err := t.n.coord.Compact(ctx, db)
 	return err
-}
-
-// ErrConfigReadOnly is SetConfig's answer for a section settee does not
-// let change at run time.
-var ErrConfigReadOnly = errors.New("node: this config section cannot be changed")
-
-// ConfigSection is a section of the node's runtime config (/_node/_local/_config),
-// which holds the smoosh section only.
-func (n *Node) ConfigSection(section string) (map[string]string, bool) {
-	if section != smoosh.Section || n.smoosh == nil {
-		return nil, false
-	}
-	return n.smoosh.Settings(), true
-}
-
-// ConfigSections names the config sections the node has.
-func (n *Node) ConfigSections() []string { return []string{smoosh.Section} }
-
-// SetConfig changes a key and returns its old value.
-func (n *Node) SetConfig(section, key, value string) (string, error) {
-	if section != smoosh.Section || n.smoosh == nil {
-		return "", ErrConfigReadOnly
-	}
-	return n.smoosh.Set(key, value)
 }

@@ -57,6 +57,7 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.N, "n", envInt("n", cfg.N), "default copies of each shard, capped by the number of nodes (SETTEE_N)")
 	fs.IntVar(&cfg.MemoryMB, "memory-mb", envInt("memory-mb", cfg.MemoryMB), "memory budget for the store's caches and memtables, MB (SETTEE_MEMORY_MB)")
 	maxDoc := fs.Int64("max-document-size", int64(envInt("max-document-size", int(cfg.MaxDocumentSize))), "largest document accepted, bytes (SETTEE_MAX_DOCUMENT_SIZE)")
+	fs.Int64Var(&cfg.MaxAttachmentSize, "max-attachment-size", int64(envInt("max-attachment-size", 0)), "largest attachment accepted, bytes; 0: no limit (SETTEE_MAX_ATTACHMENT_SIZE)")
 	fs.StringVar(&cfg.Cluster.NodeAddr, "node-addr", envDefault("node-addr", ""), "node-to-node listen address host:port; empty runs a single node (SETTEE_NODE_ADDR)")
 	fs.StringVar(&cfg.Cluster.AdvertiseAddr, "advertise-addr", envDefault("advertise-addr", ""), "node address other nodes dial, when it differs from --node-addr (SETTEE_ADVERTISE_ADDR)")
 	fs.StringVar(&cfg.Cluster.Secret, "cluster-secret", envDefault("cluster-secret", ""), "shared secret of the cluster's nodes (SETTEE_CLUSTER_SECRET)")
@@ -89,7 +90,10 @@ func serve(args []string) error {
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	// _config's log/level changes it at run time
+	cfg.LogLevel = new(slog.LevelVar)
+	cfg.LogLevel.Set(lvl)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	cfg.AdminPasswordOut = func(user, pw string) {
 		fmt.Fprintf(os.Stderr, "\n  settee generated a server admin (shown once, stored hashed):\n    user: %s\n    password: %s\n\n", user, pw)
 	}

@@ -1,0 +1,549 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/auth"
+	"github.com/settee/settee/smoosh"
+	"github.com/settee/settee/storage"
+)
+
+// The node's _config (/_node/{name|_local}/_config): CouchDB's sections of
+// string keys and values. Three layers, as CouchDB's ini files
+// (default.ini < local.ini, where _config writes go):
+//
+//   - built-in defaults and the serve flags: the start values;
+//   - values written through _config, persisted under node keys
+//     <0000>'C'<section>/<key> and read back at every start, which win
+//     over the start values (a _config write survives a restart, as one
+//     written to local.ini does; the flag is then the fallback a DELETE
+//     goes back to);
+//   - the admins section, whose start admin (--admin, or the generated
+//     one) is kept under node key 'A' and set by the flag at every start.
+//
+// Keys settee honours are validated on write (a value that does not parse
+// is refused and nothing changes) and most take effect at once; unknown
+// sections and keys are stored and answered as they are.
+
+var (
+	// ErrConfigNotFound is the answer for a key that has no value.
+	ErrConfigNotFound = errors.New("node: unknown config value")
+	// ErrConfigForbidden is the answer for a write to a section CouchDB
+	// does not let change over HTTP.
+	ErrConfigForbidden = errors.New("node: config section blacklisted for modification over HTTP API")
+	// ErrConfigBadValue is the answer for a value a key settee honours
+	// cannot take (the error says which and why).
+	ErrConfigBadValue = errors.New("node: bad config value")
+)
+
+// blacklisted are the sections CouchDB 3.5 refuses to change over HTTP
+// (couch_httpd_misc_handlers / chttpd_node: 403 forbidden).
+var blacklisted = map[string]bool{
+	"daemons": true, "external": true, "httpd_design_handlers": true, "httpd_db_handlers": true,
+	"httpd_global_handlers": true, "native_query_servers": true, "os_daemons": true, "query_servers": true,
+}
+
+// adminsSection is the server admins: name = password hash.
+const adminsSection = "admins"
+
+// knownKey is a key settee honours: check parses a value (nil: any), apply
+// makes it take effect (nil: read at start only).
+type knownKey struct {
+	check func(v string) error
+	apply func(v string)
+}
+
+// nodeConfig is the node's _config.
+type nodeConfig struct {
+	n *Node
+
+	mu     sync.Mutex
+	start  map[string]map[string]string // defaults and flags
+	stored map[string]map[string]string // written through _config
+	known  map[string]knownKey          // "section/key"
+
+	// the live settings
+	maxDoc, maxAtt atomic.Int64
+	q, copies      atomic.Int64
+	requireUser    atomic.Bool
+	requireNotUp   atomic.Bool
+	admins         atomic.Pointer[map[string]*auth.Credential]
+}
+
+func setIn(m map[string]map[string]string, section, key, v string) {
+	if m[section] == nil {
+		m[section] = map[string]string{}
+	}
+	m[section][key] = v
+}
+
+// loadConfig builds the config from the start values and what is stored;
+// it runs before the admin is loaded and the daemons start.
+func (n *Node) loadConfig() error {
+	c := &nodeConfig{n: n, start: map[string]map[string]string{}, stored: map[string]map[string]string{}}
+	n.conf = c
+	cfg := n.cfg
+	st := func(s, k, v string) { setIn(c.start, s, k, v) }
+	st("couchdb", "max_document_size", strconv.FormatInt(cfg.MaxDocumentSize, 10))
+	maxAtt := "infinity"
+	if cfg.MaxAttachmentSize > 0 {
+		maxAtt = strconv.FormatInt(cfg.MaxAttachmentSize, 10)
+	}
+	st("couchdb", "max_attachment_size", maxAtt)
+	st("cluster", "q", strconv.Itoa(cfg.Q))
+	st("cluster", "n", strconv.Itoa(cfg.N))
+	st("chttpd", "require_valid_user", "false")
+	st("chttpd", "require_valid_user_except_for_up", "false")
+	st("log", "level", "info")
+	if cfg.LogLevel != nil {
+		st("log", "level", levelName(cfg.LogLevel.Level()))
+	}
+	st("replicator", "max_jobs", strconv.Itoa(cmpOr(cfg.ReplicatorMaxJobs, 500)))
+	st("replicator", "max_churn", strconv.Itoa(cmpOr(cfg.ReplicatorMaxChurn, 20)))
+	st("replicator", "interval", strconv.FormatInt(cmpOr(cfg.ReplicatorInterval, time.Minute).Milliseconds(), 10))
+	st("replicator", "connection_timeout", strconv.FormatInt(cmpOr(cfg.ReplicatorConnectionTimeout, 30*time.Second).Milliseconds(), 10))
+	for k, v := range smoosh.Defaults {
+		st(smoosh.Section, k, v)
+	}
+
+	posInt := func(min, max int64) func(string) error {
+		return func(v string) error {
+			i, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || i < min || i > max {
+				return fmt.Errorf("want an integer from %d to %d", min, max)
+			}
+			return nil
+		}
+	}
+	boolean := func(v string) error {
+		if v != "true" && v != "false" {
+			return errors.New("want true or false")
+		}
+		return nil
+	}
+	c.known = map[string]knownKey{
+		"couchdb/max_document_size": {posInt(1, math.MaxInt64), func(v string) { c.maxDoc.Store(atoi64(v)) }},
+		"couchdb/max_attachment_size": {func(v string) error {
+			if v == "infinity" {
+				return nil
+			}
+			return posInt(0, math.MaxInt64)(v)
+		}, func(v string) {
+			if v == "infinity" {
+				c.maxAtt.Store(math.MaxInt64)
+				return
+			}
+			c.maxAtt.Store(atoi64(v))
+		}},
+		"chttpd/require_valid_user":               {boolean, func(v string) { c.requireUser.Store(v == "true") }},
+		"chttpd/require_valid_user_except_for_up": {boolean, func(v string) { c.requireNotUp.Store(v == "true") }},
+		"cluster/q": {posInt(1, 256), func(v string) { c.q.Store(atoi64(v)) }},
+		"cluster/n": {posInt(1, 1000), func(v string) { c.copies.Store(atoi64(v)) }},
+		"log/level": {func(v string) error {
+			if _, ok := parseLevel(v); !ok {
+				return errors.New("want debug, info, notice, warning, error, critical, alert, emergency or none")
+			}
+			return nil
+		}, func(v string) {
+			if l, ok := parseLevel(v); ok && cfg.LogLevel != nil {
+				cfg.LogLevel.Set(l)
+			}
+		}},
+		// read when the replicator starts
+		"replicator/max_jobs":           {check: posInt(1, math.MaxInt32)},
+		"replicator/max_churn":          {check: posInt(1, math.MaxInt32)},
+		"replicator/interval":           {check: posInt(1, math.MaxInt32)},
+		"replicator/connection_timeout": {check: posInt(1, math.MaxInt32)},
+	}
+
+	prefix := keyConfig("", "")[:5]
+	err := n.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			s, k := configKeyName(it.Item().Key())
+			setIn(c.stored, s, k, string(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("node: load config: %w", err)
+	}
+	for name, kk := range c.known {
+		s, k, _ := strings.Cut(name, "/")
+		v, ok := c.stored[s][k]
+		if ok && kk.check != nil && kk.check(v) != nil {
+			n.log.Warn("config: stored value does not parse, using the start value", "section", s, "key", k, "value", v)
+			ok = false
+		}
+		if !ok {
+			v = c.start[s][k]
+		} else if sv := c.start[s][k]; sv != v {
+			n.log.Info("config: stored value overrides the start value", "section", s, "key", k, "value", v, "start", sv)
+		}
+		if kk.apply != nil {
+			kk.apply(v)
+		}
+	}
+	return nil
+}
+
+func cmpOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func atoi64(v string) int64 { i, _ := strconv.ParseInt(v, 10, 64); return i }
+
+// value is a key's value as the daemons read it at start: the stored one
+// when it parses, else the start value.
+func (c *nodeConfig) value(section, key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.stored[section][key]; ok {
+		if kk, known := c.known[section+"/"+key]; !known || kk.check == nil || kk.check(v) == nil {
+			return v
+		}
+	}
+	return c.start[section][key]
+}
+
+func (c *nodeConfig) intValue(section, key string) int {
+	i, _ := strconv.Atoi(c.value(section, key))
+	return i
+}
+
+func parseLevel(v string) (slog.Level, bool) {
+	switch v {
+	case "debug":
+		return slog.LevelDebug, true
+	case "info", "notice":
+		return slog.LevelInfo, true
+	case "warning", "warn":
+		return slog.LevelWarn, true
+	case "error", "critical", "alert", "emergency":
+		return slog.LevelError, true
+	case "none":
+		return slog.Level(math.MaxInt32), true
+	}
+	return 0, false
+}
+
+func levelName(l slog.Level) string {
+	switch {
+	case l <= slog.LevelDebug:
+		return "debug"
+	case l <= slog.LevelInfo:
+		return "info"
+	case l <= slog.LevelWarn:
+		return "warning"
+	case l <= slog.LevelError:
+		return "error"
+	}
+	return "none"
+}
+
+// ConfigSections names the sections that have a key, sorted.
+func (n *Node) ConfigSections() []string {
+	c := n.conf
+	c.mu.Lock()
+	names := map[string]bool{adminsSection: true}
+	for s := range c.start {
+		names[s] = true
+	}
+	for s, kv := range c.stored {
+		if len(kv) > 0 {
+			names[s] = true
+		}
+	}
+	c.mu.Unlock()
+	return slices.Sorted(maps.Keys(names))
+}
+
+// ConfigSection is a section's keys and values; false when it has none.
+func (n *Node) ConfigSection(section string) (map[string]string, bool) {
+	c := n.conf
+	out := map[string]string{}
+	c.mu.Lock()
+	maps.Copy(out, c.start[section])
+	maps.Copy(out, c.stored[section])
+	c.mu.Unlock()
+	switch section {
+	case smoosh.Section:
+		if n.smoosh != nil {
+			maps.Copy(out, n.smoosh.Settings())
+		}
+	case adminsSection:
+		for name, cred := range n.serverAdmins() {
+			out[name] = formatAdmin(cred)
+		}
+	}
+	return out, len(out) > 0
+}
+
+// ConfigValue is one key's value.
+func (n *Node) ConfigValue(section, key string) (string, error) {
+	sec, _ := n.ConfigSection(section)
+	v, ok := sec[key]
+	if !ok {
+		return "", ErrConfigNotFound
+	}
+	return v, nil
+}
+
+// SetConfig changes a key and returns its old value ("" when it had none).
+// A plain password written to admins is stored hashed.
+func (n *Node) SetConfig(section, key, value string) (string, error) {
+	if blacklisted[section] {
+		return "", ErrConfigForbidden
+	}
+	if section == adminsSection {
+		return n.setAdmin(key, value)
+	}
+	c := n.conf
+	kk, known := c.known[section+"/"+key]
+	if known && kk.check != nil {
+		if err := kk.check(value); err != nil {
+			return "", fmt.Errorf("%w: %s/%s %q: %v", ErrConfigBadValue, section, key, value, err)
+		}
+	}
+	old, _ := n.ConfigValue(section, key)
+	if section == smoosh.Section && n.smoosh != nil {
+		if _, ok := smoosh.Defaults[key]; ok {
+			// smoosh checks and applies; the value is stored below
+			if _, err := n.smoosh.Set(key, value); err != nil {
+				return "", fmt.Errorf("%w: %v", ErrConfigBadValue, err)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := storage.Update(n.db, func(txn *badger.Txn) error { return txn.Set(keyConfig(section, key), []byte(value)) }); err != nil {
+		return "", err
+	}
+	setIn(c.stored, section, key, value)
+	if known && kk.apply != nil {
+		kk.apply(value)
+	}
+	return old, nil
+}
+
+// DeleteConfig removes a key and returns its old value; a key settee
+// honours goes back to its start value (default or flag).
+func (n *Node) DeleteConfig(section, key string) (string, error) {
+	if blacklisted[section] {
+		return "", ErrConfigForbidden
+	}
+	if section == adminsSection {
+		return n.deleteAdmin(key)
+	}
+	old, err := n.ConfigValue(section, key)
+	if err != nil {
+		return "", err
+	}
+	c := n.conf
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := storage.Update(n.db, func(txn *badger.Txn) error { return txn.Delete(keyConfig(section, key)) }); err != nil {
+		return "", err
+	}
+	delete(c.stored[section], key)
+	startV, hasStart := c.start[section][key]
+	if kk, ok := c.known[section+"/"+key]; ok && kk.apply != nil && hasStart {
+		kk.apply(startV)
+	}
+	if section == smoosh.Section && n.smoosh != nil {
+		if d, ok := smoosh.Defaults[key]; ok {
+			_, _ = n.smoosh.Set(key, d)
+		}
+	}
+	return old, nil
+}
+
+// ReloadConfig is POST _config/_reload: settee's config has no files to
+// read again, so it answers ok with nothing changed.
+func (n *Node) ReloadConfig() error { return nil }
+
+// RequireValidUser is chttpd/require_valid_user and
+// chttpd/require_valid_user_except_for_up.
+func (n *Node) RequireValidUser() (all, exceptUp bool) {
+	return n.conf.requireUser.Load(), n.conf.requireNotUp.Load()
+}
+
+// MaxDocumentSize is couchdb/max_document_size, in bytes.
+func (n *Node) MaxDocumentSize() int64 { return n.conf.maxDoc.Load() }
+
+// MaxAttachmentSize is couchdb/max_attachment_size in bytes
+// (math.MaxInt64 for "infinity").
+func (n *Node) MaxAttachmentSize() int64 { return n.conf.maxAtt.Load() }
+
+func (n *Node) defaultQ() int      { return int(n.conf.q.Load()) }
+func (n *Node) defaultCopies() int { return int(n.conf.copies.Load()) }
+
+// DefaultQ is cluster/q, the shard ranges of a new database.
+func (n *Node) DefaultQ() int { return n.defaultQ() }
+
+// --- admins ---
+
+// ServerAdmin is the server admin of that name, nil when there is none.
+func (n *Node) ServerAdmin(name string) *auth.Credential {
+	return n.serverAdmins()[name]
+}
+
+func (n *Node) serverAdmins() map[string]*auth.Credential {
+	if m := n.conf.admins.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// loadAdmins builds the admins from the start admin and the stored ones.
+func (n *Node) loadAdmins(start *auth.Credential) {
+	c := n.conf
+	m := map[string]*auth.Credential{}
+	for name, v := range c.stored[adminsSection] {
+		if cred := parseAdmin(name, v); cred != nil {
+			m[name] = cred
+		} else {
+			n.log.Warn("config: stored admin hash does not parse", "name", name)
+		}
+	}
+	if start != nil {
+		m[start.Name] = start
+	}
+	c.admins.Store(&m)
+}
+
+// adminHashPrefix is how CouchDB 3.5 writes an admin's PBKDF2-SHA256 hash:
+// -pbkdf2:sha256-<derived key>,<salt>,<iterations>.
+const adminHashPrefix = "-pbkdf2:sha256-"
+
+func formatAdmin(c *auth.Credential) string {
+	prefix := adminHashPrefix
+	if c.PRF == "sha1" || c.PRF == "sha" {
+		prefix = "-pbkdf2-"
+	}
+	return prefix + c.DerivedKey + "," + c.Salt + "," + strconv.Itoa(c.Iterations)
+}
+
+// parseAdmin reads a stored admin hash (CouchDB's -pbkdf2:sha256- and the
+// older -pbkdf2- of SHA-1); nil when it is neither.
+func parseAdmin(name, v string) *auth.Credential {
+	prf, rest := "sha256", ""
+	switch {
+	case strings.HasPrefix(v, adminHashPrefix):
+		rest = v[len(adminHashPrefix):]
+	case strings.HasPrefix(v, "-pbkdf2-"):
+		prf, rest = "sha1", v[len("-pbkdf2-"):]
+	default:
+		return nil
+	}
+	parts := strings.Split(rest, ",")
+	if len(parts) != 3 {
+		return nil
+	}
+	it, err := strconv.Atoi(parts[2])
+	if err != nil || it <= 0 {
+		return nil
+	}
+	return &auth.Credential{Name: name, Scheme: "pbkdf2", PRF: prf, DerivedKey: parts[0], Salt: parts[1], Iterations: it}
+}
+
+// setAdmin adds or changes a server admin: a plain password is hashed (a
+// value already hashed is kept as it is, as CouchDB does).
+func (n *Node) setAdmin(name, value string) (string, error) {
+	c := n.conf
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	admins := n.serverAdmins()
+	old := ""
+	if cur := admins[name]; cur != nil {
+		old = formatAdmin(cur)
+	} else if v, ok := c.stored[adminsSection][name]; ok {
+		old = v
+	}
+	cred := parseAdmin(name, value)
+	stored := value
+	if cred == nil && !strings.HasPrefix(value, "-hashed-") {
+		cred = auth.NewCredential(name, value, auth.DefaultIterations)
+		stored = formatAdmin(cred)
+	}
+	err := storage.Update(n.db, func(txn *badger.Txn) error {
+		if n.startAdmin != nil && name == n.startAdmin.Name && cred != nil {
+			// the start admin is kept under 'A'
+			b, err := json.Marshal(cred)
+			if err != nil {
+				return err
+			}
+			return txn.Set(keyAdmin, b)
+		}
+		return txn.Set(keyConfig(adminsSection, name), []byte(stored))
+	})
+	if err != nil {
+		return "", err
+	}
+	if n.startAdmin == nil || name != n.startAdmin.Name || cred == nil {
+		setIn(c.stored, adminsSection, name, stored)
+	}
+	m := maps.Clone(admins)
+	if m == nil {
+		m = map[string]*auth.Credential{}
+	}
+	if cred != nil {
+		m[name] = cred
+	} else {
+		delete(m, name) // -hashed- (SHA-1 simple): stored, cannot log in
+	}
+	c.admins.Store(&m)
+	return old, nil
+}
+
+func (n *Node) deleteAdmin(name string) (string, error) {
+	c := n.conf
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	admins := n.serverAdmins()
+	old, inStore := c.stored[adminsSection][name]
+	if cur := admins[name]; cur != nil {
+		old = formatAdmin(cur)
+	} else if !inStore {
+		return "", ErrConfigNotFound
+	}
+	err := storage.Update(n.db, func(txn *badger.Txn) error {
+		if n.startAdmin != nil && name == n.startAdmin.Name {
+			if err := txn.Delete(keyAdmin); err != nil {
+				return err
+			}
+		}
+		return txn.Delete(keyConfig(adminsSection, name))
+	})
+	if err != nil {
+		return "", err
+	}
+	delete(c.stored[adminsSection], name)
+	m := maps.Clone(admins)
+	delete(m, name)
+	c.admins.Store(&m)
+	return old, nil
+}
