@@ -178,7 +178,7 @@ func (g *Gateway) handleDBUpdates(rq *req) error {
 		}
 		w.raw("\n],\n\"last_seq\":")
 		w.line(docjson.AppendString(nil, last))
-		w.raw("}\n\n")
+		w.raw("}\n\n") // the second newline ends every feed CouchDB closes
 		w.flush()
 	default:
 		remaining := c.q.Limit
@@ -220,8 +220,10 @@ func (g *Gateway) handleDBUpdates(rq *req) error {
 		if c.feed == "continuous" {
 			w.raw(`{"last_seq":`)
 			w.line(docjson.AppendString(nil, last))
-			w.raw("}\n\n")
+			w.raw("}\n")
 		}
+		// CouchDB ends every feed it closes with a newline of its own
+		w.raw("\n")
 		w.flush()
 	}
 	return nil
