@@ -106,6 +106,7 @@ type DBUpdate struct {
 type dbUpdates struct {
 	db     *badger.DB
 	log    *slog.Logger
+	limit  int    // rows kept (maxDBUpdates)
 	suffix string // the seqs' opaque part: this node's uuid
 	// exists reports whether _global_changes exists
 	exists func() bool
@@ -132,7 +133,7 @@ func newDBUpdates(db *badger.DB, log *slog.Logger, nodeUUID string) (*dbUpdates,
 	if err != nil || len(raw) == 0 {
 		raw = []byte(nodeUUID)
 	}
-	u := &dbUpdates{db: db, log: log, suffix: base64.RawURLEncoding.EncodeToString(raw),
+	u := &dbUpdates{db: db, log: log, limit: maxDBUpdates, suffix: base64.RawURLEncoding.EncodeToString(raw),
 		latest: map[evKey]evPos{}, queued: map[evKey]bool{}, local: map[string]bool{},
 		changed: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	var stale [][]byte
@@ -305,9 +306,12 @@ func (u *dbUpdates) flush(spread bool) {
 }
 
 func (u *dbUpdates) write(pending []evKey) error {
+	// only this writer (the flush goroutine) changes latest and seq: it
+	// reads them under mu and commits without it, so that a shard
+	// noting a write never waits for this commit
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	seq := u.seq
+	base := u.seq
+	seq := base
 	type change struct {
 		k   evKey
 		old evPos
@@ -315,18 +319,18 @@ func (u *dbUpdates) write(pending []evKey) error {
 		pos evPos
 	}
 	changes := make([]change, 0, len(pending))
+	fresh := map[evKey]bool{}
 	for _, k := range pending {
 		old, had := u.latest[k]
 		seq++
 		changes = append(changes, change{k, old, had, evPos{seq, old.gen + 1}})
-	}
-	var evict []uint64
-	over := len(u.latest) - maxDBUpdates
-	for _, c := range changes {
-		if !c.had {
-			over++
+		if !had {
+			fresh[k] = true
 		}
 	}
+	over := len(u.latest) + len(fresh) - u.limit
+	u.mu.Unlock()
+	var evict []uint64
 	err := storage.Update(u.db, func(txn *badger.Txn) error {
 		evict = evict[:0]
 		for _, c := range changes {
@@ -342,12 +346,18 @@ func (u *dbUpdates) write(pending []evKey) error {
 		if over <= 0 {
 			return nil
 		}
+		// the oldest rows go, the ones just written (and their deleted
+		// predecessors) aside
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix, opts.PrefetchValues = dbUpdatesPrefix, false
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid() && len(evict) < over; it.Next() {
-			evict = append(evict, binary.BigEndian.Uint64(it.Item().Key()[5:]))
+			s := binary.BigEndian.Uint64(it.Item().Key()[5:])
+			if s > base {
+				break
+			}
+			evict = append(evict, s)
 		}
 		for _, s := range evict {
 			if err := txn.Delete(keyDBUpdate(s)); err != nil {
@@ -359,6 +369,8 @@ func (u *dbUpdates) write(pending []evKey) error {
 	if err != nil {
 		return err
 	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	for _, c := range changes {
 		u.latest[c.k] = c.pos
 	}
