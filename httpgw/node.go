@@ -15,6 +15,7 @@ func ForNode(s node.Services) (http.Handler, error) {
 		Databases:       s.Node,
 		Cluster:         s.Node,
 		Settings:        s.Node,
+		DBUpdates:       s.Node,
 		Tasks:           s.Tasks,
 		Admin:           s.Admin,
 		AdminPassword:   s.AdminPassword,

@@ -79,7 +79,7 @@ func routeLabel(segs []string) string {
 	if len(segs) == 0 {
 		return "root"
 	}
-	if first := segs[0]; strings.HasPrefix(first, "_") && first != "_users" && first != "_replicator" {
+	if first := segs[0]; strings.HasPrefix(first, "_") && first != "_users" && first != "_replicator" && first != "_global_changes" {
 		if serverRoutes[first] {
 			return first
 		}

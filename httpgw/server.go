@@ -65,6 +65,8 @@ type Config struct {
 	// Metrics records requests and serves /_node/_local/_prometheus (nil:
 	// not recorded, 404).
 	Metrics Metrics
+	// DBUpdates serves /_db_updates (nil: 404).
+	DBUpdates DBUpdates
 }
 
 // Gateway is the CouchDB HTTP API of one node.
@@ -255,7 +257,9 @@ func (g *Gateway) route(rq *req) error {
 			return g.handleClusterSetup(rq)
 		case "_node":
 			return g.handleNode(rq)
-		case "_users", "_replicator":
+		case "_db_updates":
+			return g.handleDBUpdates(rq)
+		case "_users", "_replicator", "_global_changes":
 			return g.routeDB(rq)
 		}
 		return illegalDBName(first)

@@ -66,11 +66,17 @@ type catalog struct {
 	peers func() *memberSnapshot
 	// createMu serialises creates and deletes (handle allocation, names).
 	createMu sync.Mutex
+	// updates records the /_db_updates events (dbupdates.go); nil in
+	// tests of the catalog alone
+	updates *dbUpdates
 }
 
-func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *storage.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool) (*catalog, error) {
+func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *storage.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool, upd *dbUpdates) (*catalog, error) {
 	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg, obs: obs, reads: reads,
-		dbs: map[string]*pb.DbRecord{}, pids: map[uint32]*actor.PID{}}
+		dbs: map[string]*pb.DbRecord{}, pids: map[uint32]*actor.PID{}, updates: upd}
+	if upd != nil {
+		upd.exists = c.hasGlobalChanges
+	}
 	var dropping []uint32
 	err := db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -133,8 +139,12 @@ func actorName(rec *pb.DbRecord, s *pb.ShardRef) string {
 }
 
 func (c *catalog) spawn(rec *pb.DbRecord, s *pb.ShardRef) error {
+	obs := c.obs
+	if c.updates != nil {
+		obs = noteWrites{base: c.obs, db: rec.Name, u: c.updates}
+	}
 	pid, err := shard.Spawn(c.sys.Root, shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
-		Disk: c.disk, Tasks: c.tasks, Observer: c.obs, Reads: c.reads}, actorName(rec, s))
+		Disk: c.disk, Tasks: c.tasks, Observer: obs, Reads: c.reads}, actorName(rec, s))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)
 	}
@@ -203,6 +213,15 @@ func (c *catalog) LocalReader(ref *pb.ShardRef) coordinator.LocalReader {
 		return nil
 	}
 	return r
+}
+
+// hasGlobalChanges reports whether _global_changes exists (the
+// /_db_updates feed keeps events only then).
+func (c *catalog) hasGlobalChanges() bool {
+	c.mu.RLock()
+	rec := c.dbs[globalChangesName]
+	c.mu.RUnlock()
+	return rec != nil && !rec.Deleted
 }
 
 // List returns database names, sorted.
@@ -353,6 +372,14 @@ func (c *catalog) install(in *pb.DbRecord, security []byte) (bool, error) {
 	}
 	if err := c.switchTo(rec, drop, fresh); err != nil {
 		return true, err
+	}
+	if c.updates != nil {
+		switch {
+		case !rec.Deleted:
+			c.updates.note(DBCreated, rec.Name)
+		case cur != nil && !cur.Deleted:
+			c.updates.note(DBDeleted, rec.Name)
+		}
 	}
 	c.log.Info("database record installed", "db", rec.Name, "deleted", rec.Deleted, "q", rec.Q, "n", rec.N)
 	return true, nil

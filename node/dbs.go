@@ -110,6 +110,11 @@ func (d *dbsActor) Receive(ctx actor.Context) {
 				root.Send(sender, ack)
 			}
 		})
+	case *pb.DbUpdated:
+		// another member's copies had writes (dbupdates.go)
+		for _, name := range m.Dbs {
+			d.n.upd.note(DBUpdated, name)
+		}
 	case pushTick:
 		d.n.placeSystemDBs()
 		recs := d.n.cat.Records()

@@ -53,6 +53,7 @@ func exercise(t *testing.T, s *testserver.Server) {
 		expect(s.Do(t, "PUT", fmt.Sprintf("/leak-a/doc%d", i), `{"n":1}`), 201)
 	}
 	expect(s.Do(t, "GET", "/leak-a/_changes?feed=longpoll&since=now&timeout=100", nil), 200)
+	expect(s.Do(t, "GET", "/_db_updates?feed=longpoll&since=now&timeout=100", nil), 200)
 	expect(s.Do(t, "GET", "/leak-a/_all_docs?include_docs=true", nil), 200)
 	req := s.NewRequest(t, "POST", "/_replicate", `{"source":"leak-a","target":"leak-b"}`)
 	req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)

@@ -42,6 +42,7 @@ type Node struct {
 	reads *shard.ReadPool
 	sys   *actor.ActorSystem
 	cat   *catalog
+	upd   *dbUpdates // the /_db_updates events (dbupdates.go)
 	coord *coordinator.Coordinator
 	srv   *http.Server
 	ln    net.Listener
@@ -132,6 +133,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		if n.cl != nil {
 			n.stopCluster()
 		}
+		if n.upd != nil {
+			n.upd.close()
+		}
 		if n.sys != nil {
 			n.sys.Shutdown()
 		}
@@ -176,7 +180,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// enough workers for the reads a busy node has in flight; more get
 	// goroutines of their own
 	n.reads = shard.NewReadPool(max(8, 4*runtime.GOMAXPROCS(0)))
-	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics, n.reads); err != nil {
+	if n.upd, err = newDBUpdates(n.db, log, n.uuid); err != nil {
+		return fail(err)
+	}
+	n.upd.spread = n.spreadUpdates
+	n.upd.start()
+	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics, n.reads, n.upd); err != nil {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
@@ -248,6 +257,7 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
 		}
 		n.serving.Wait()
+		n.upd.close()
 		n.stopCluster()
 		n.rep.Close()
 		n.smoosh.Stop()

@@ -15,7 +15,7 @@ import (
 	"github.com/settee/settee/storage"
 )
 
-// The system databases _users and _replicator are clustered like any other,
+// The system databases _users, _replicator and _global_changes are clustered like any other,
 // with one difference: every node creates them on its first start, before
 // it knows any peer, and a node that joins a cluster must end up with the
 // cluster's, its own docs merged in rather than dropped. So their first
@@ -27,7 +27,7 @@ import (
 // other; re-creating it makes an ordinary incarnation.
 
 // systemDBs are created on a node's first start.
-var systemDBs = []string{"_users", "_replicator"}
+var systemDBs = []string{"_users", "_replicator", globalChangesName}
 
 const systemUUIDPrefix = "system-"
 

@@ -504,6 +504,62 @@ func (x *DbRecordsAck) GetError() *Error {
 	return nil
 }
 
+// DbUpdated tells the other members which databases had writes on the
+// sender's shard copies since its last note (coalesced, at most one note
+// per interval): each member adds an "updated" event for them to its own
+// /_db_updates feed, so the feed is cluster-wide.
+type DbUpdated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dbs           []string               `protobuf:"bytes,1,rep,name=dbs,proto3" json:"dbs,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DbUpdated) Reset() {
+	*x = DbUpdated{}
+	mi := &file_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DbUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DbUpdated) ProtoMessage() {}
+
+func (x *DbUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DbUpdated.ProtoReflect.Descriptor instead.
+func (*DbUpdated) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DbUpdated) GetDbs() []string {
+	if x != nil {
+		return x.Dbs
+	}
+	return nil
+}
+
+func (x *DbUpdated) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
 // SchedulerQuery asks a node's replication scheduler for what it runs:
 // what is "jobs", "docs" or "doc" (with doc_id). Every node answers
 // /_scheduler for the whole cluster by asking every member.
@@ -517,7 +573,7 @@ type SchedulerQuery struct {
 
 func (x *SchedulerQuery) Reset() {
 	*x = SchedulerQuery{}
-	mi := &file_cluster_proto_msgTypes[9]
+	mi := &file_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +585,7 @@ func (x *SchedulerQuery) String() string {
 func (*SchedulerQuery) ProtoMessage() {}
 
 func (x *SchedulerQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[9]
+	mi := &file_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +598,7 @@ func (x *SchedulerQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerQuery.ProtoReflect.Descriptor instead.
 func (*SchedulerQuery) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchedulerQuery) GetWhat() string {
@@ -570,7 +626,7 @@ type SchedulerAnswer struct {
 
 func (x *SchedulerAnswer) Reset() {
 	*x = SchedulerAnswer{}
-	mi := &file_cluster_proto_msgTypes[10]
+	mi := &file_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +638,7 @@ func (x *SchedulerAnswer) String() string {
 func (*SchedulerAnswer) ProtoMessage() {}
 
 func (x *SchedulerAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[10]
+	mi := &file_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +651,7 @@ func (x *SchedulerAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerAnswer.ProtoReflect.Descriptor instead.
 func (*SchedulerAnswer) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchedulerAnswer) GetStatus() int32 {
@@ -645,7 +701,10 @@ const file_cluster_proto_rawDesc = "" +
 	"\x05reply\x18\x03 \x01(\bR\x05reply\"G\n" +
 	"\fDbRecordsAck\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12#\n" +
-	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\";\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"1\n" +
+	"\tDbUpdated\x12\x10\n" +
+	"\x03dbs\x18\x01 \x03(\tR\x03dbs\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\";\n" +
 	"\x0eSchedulerQuery\x12\x12\n" +
 	"\x04what\x18\x01 \x01(\tR\x04what\x12\x15\n" +
 	"\x06doc_id\x18\x02 \x01(\tR\x05docId\"=\n" +
@@ -665,7 +724,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_cluster_proto_goTypes = []any{
 	(*Member)(nil),          // 0: settee.Member
 	(*JoinRequest)(nil),     // 1: settee.JoinRequest
@@ -676,17 +735,18 @@ var file_cluster_proto_goTypes = []any{
 	(*MembersReply)(nil),    // 6: settee.MembersReply
 	(*DbRecords)(nil),       // 7: settee.DbRecords
 	(*DbRecordsAck)(nil),    // 8: settee.DbRecordsAck
-	(*SchedulerQuery)(nil),  // 9: settee.SchedulerQuery
-	(*SchedulerAnswer)(nil), // 10: settee.SchedulerAnswer
-	(*DbRecord)(nil),        // 11: settee.DbRecord
-	(*Error)(nil),           // 12: settee.Error
+	(*DbUpdated)(nil),       // 9: settee.DbUpdated
+	(*SchedulerQuery)(nil),  // 10: settee.SchedulerQuery
+	(*SchedulerAnswer)(nil), // 11: settee.SchedulerAnswer
+	(*DbRecord)(nil),        // 12: settee.DbRecord
+	(*Error)(nil),           // 13: settee.Error
 }
 var file_cluster_proto_depIdxs = []int32{
 	0,  // 0: settee.JoinRequest.member:type_name -> settee.Member
 	0,  // 1: settee.MemberList.members:type_name -> settee.Member
 	0,  // 2: settee.MembersReply.members:type_name -> settee.Member
-	11, // 3: settee.DbRecords.records:type_name -> settee.DbRecord
-	12, // 4: settee.DbRecordsAck.error:type_name -> settee.Error
+	12, // 3: settee.DbRecords.records:type_name -> settee.DbRecord
+	13, // 4: settee.DbRecordsAck.error:type_name -> settee.Error
 	5,  // [5:5] is the sub-list for method output_type
 	5,  // [5:5] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
@@ -706,7 +766,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
