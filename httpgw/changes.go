@@ -58,24 +58,26 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 		c.feed = "continuous"
 	}
 	c.since = rq.q.Get("since")
-	if rq.r.Header.Get("Last-Event-ID") != "" && c.since == "" {
-		c.since = rq.r.Header.Get("Last-Event-ID")
+	if lei := rq.r.Header.Get("Last-Event-ID"); lei != "" && c.feed == "eventsource" {
+		// an EventSource that reconnects resumes from the last event it
+		// saw, whatever since its URL says (CouchDB 3.5.2)
+		c.since = lei
+	}
+	if n := len(c.since); n >= 2 && c.since[0] == '"' && c.since[n-1] == '"' {
+		// the seq as an event's id line has it, a JSON string: CouchDB
+		// takes it quoted too
+		c.since = c.since[1 : n-1]
 	}
 	if c.limit, err = intParam(rq, "limit", -1); err != nil {
 		return nil, err
 	}
-	if c.descending, err = boolParam(rq, "descending", false); err != nil {
-		return nil, err
-	}
-	if c.includeDocs, err = boolParam(rq, "include_docs", false); err != nil {
-		return nil, err
-	}
-	if c.conflicts, err = boolParam(rq, "conflicts", false); err != nil {
-		return nil, err
-	}
-	if c.doc.Attachments, err = boolParam(rq, "attachments", false); err != nil {
-		return nil, err
-	}
+	// CouchDB's _changes takes these as true when they say "true" and
+	// ignores any other value (chttpd_db:parse_changes_query): no 400
+	c.descending = anyTrue(rq, "descending")
+	c.includeDocs = anyTrue(rq, "include_docs")
+	c.conflicts = anyTrue(rq, "conflicts")
+	c.doc.Attachments = anyTrue(rq, "attachments")
+	c.doc.AttEncodingInfo = anyTrue(rq, "att_encoding_info")
 	c.doc.Conflicts = c.conflicts
 	switch s := rq.q.Get("style"); s {
 	case "", "main_only":
@@ -166,6 +168,17 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 }
 
 func isSlash(r rune) bool { return r == '/' }
+
+// anyTrue is a boolean parameter as CouchDB's _changes and _bulk_get
+// read theirs: set by any value "true", whatever the others say.
+func anyTrue(rq *req, name string) bool {
+	for _, v := range rq.q[name] {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
+}
 
 // parseSelector reads filter=_selector's body, {"selector": {...}}, with
 // CouchDB's answers (couch_changes:get_selector_and_fields): the selector
@@ -284,6 +297,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		remaining := c.limit
 		last := since
 		var pending uint64
+		sent, byLimit := 0, false
 		for {
 			q.Since, q.Limit = last, remaining
 			n, l, p, err := g.changesPass(rq, db, c, q, w, c.feed)
@@ -292,21 +306,40 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 				break
 			}
 			last, pending = l, p
+			sent += n
 			w.flush()
 			if remaining >= 0 {
 				remaining -= n
 				if remaining <= 0 {
+					byLimit = c.limit > 0
 					break
 				}
 			}
-			if c.descending || !g.waitChange(rq, db, last, c, w, g.waitDeadline(c)) {
+			if c.descending {
+				byLimit = true
+				break
+			}
+			if c.feed == "eventsource" && sent == 0 {
+				// CouchDB sends a newline when a feed that has sent
+				// nothing yet starts to wait
+				w.raw("\n")
+				w.flush()
+				sent = -1
+			}
+			if !g.waitChange(rq, db, last, c, w, g.waitDeadline(c)) {
 				break
 			}
 		}
-		if c.feed == "continuous" {
+		switch {
+		case c.feed == "continuous":
 			w.raw(`{"last_seq":`)
 			w.line(docjson.AppendString(nil, last))
 			w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n\n")
+		case byLimit:
+			// an event stream that ends at its limit (or, descending, at
+			// the start) ends with a newline; one that times out does not
+			// (CouchDB 3.5.2 sends that newline after the last chunk)
+			w.raw("\n")
 		}
 		w.flush()
 	}
@@ -342,7 +375,11 @@ func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWri
 			return true
 		}
 		if c.heartbeat > 0 {
-			w.raw("\n")
+			if c.feed == "eventsource" {
+				w.raw("event: heartbeat\ndata: \n\n")
+			} else {
+				w.raw("\n")
+			}
 			w.flush()
 			if w.err != nil {
 				return false
@@ -372,7 +409,14 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 			// replicator asks for this to save work on big batches)
 			seq = ""
 		}
-		buf := g.appendChange(nil, r, seq, c)
+		var data [][]byte
+		if c.includeDocs && r.Json != nil {
+			var err error
+			if data, err = g.attData(rq, db, r.Info.Id, r.Info.Winner, r.Atts, &c.doc); err != nil {
+				return err
+			}
+		}
+		buf := g.appendChange(nil, r, seq, c, data)
 		switch style {
 		case "normal":
 			if n > 0 {
@@ -414,7 +458,9 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 	return n, last, pending, nil
 }
 
-func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string, c *changesReq) []byte {
+// appendChange renders one change; data (nil, or parallel to r.Atts) is
+// the attachments' data the doc inlines.
+func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string, c *changesReq, data [][]byte) []byte {
 	info := r.Info
 	buf = append(buf, `{"seq":`...)
 	if seq == "" {
@@ -458,7 +504,7 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 		if r.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts}, &c.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts, AttData: data}, &c.doc)
 		}
 	}
 	return append(buf, '}')
