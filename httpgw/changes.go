@@ -319,9 +319,10 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 				byLimit = true
 				break
 			}
-			if c.feed == "eventsource" && sent == 0 {
+			if sent == 0 {
 				// CouchDB sends a newline when a feed that has sent
-				// nothing yet starts to wait
+				// nothing yet starts to wait (continuous and
+				// eventsource; longpoll's is not sent, see docs/api.md)
 				w.raw("\n")
 				w.flush()
 				sent = -1
