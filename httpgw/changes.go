@@ -322,7 +322,8 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 			if sent == 0 {
 				// CouchDB sends a newline when a feed that has sent
 				// nothing yet starts to wait (continuous and
-				// eventsource; longpoll's is not sent, see docs/api.md)
+				// eventsource; normal and longpoll feeds do not send
+				// CouchDB's extra newlines yet)
 				w.raw("\n")
 				w.flush()
 				sent = -1
