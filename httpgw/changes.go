@@ -270,12 +270,19 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 
 	switch c.feed {
 	case "normal", "longpoll":
-		w.raw(`{"results":[`)
+		// CouchDB's framing, byte for byte: the rows between
+		// "{"results":[\n" and "\n],\n", a newline when a longpoll starts
+		// to wait with nothing sent, and one after the end
+		w.raw("{\"results\":[\n")
 		if c.feed == "longpoll" {
 			w.flush()
 		}
 		n, last, pending, err := g.changesPass(rq, db, c, q, w, "normal")
 		if c.feed == "longpoll" && !c.descending {
+			if err == nil && n == 0 {
+				w.raw("\n")
+				w.flush()
+			}
 			// a filter may drop the changes that woke it: wait on, up
 			// to the timeout from the start, for one that it keeps
 			// (CouchDB waits again too)
@@ -290,7 +297,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		}
 		w.raw("\n],\n\"last_seq\":")
 		w.line(docjson.AppendString(nil, last))
-		w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n")
+		w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n\n")
 		w.flush()
 	default:
 		// continuous and eventsource: rows until limit or timeout
@@ -322,8 +329,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 			if sent == 0 {
 				// CouchDB sends a newline when a feed that has sent
 				// nothing yet starts to wait (continuous and
-				// eventsource; normal and longpoll feeds do not send
-				// CouchDB's extra newlines yet)
+				// eventsource; longpoll's is above)
 				w.raw("\n")
 				w.flush()
 				sent = -1
@@ -423,8 +429,6 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 		case "normal":
 			if n > 0 {
 				w.raw(",\n")
-			} else {
-				w.raw("\n")
 			}
 			w.line(buf)
 		case "continuous":

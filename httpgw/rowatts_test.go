@@ -273,6 +273,20 @@ var esSteps = []esStep{
 		prefix: "data: {\"seq\":\"<seq>\",\"id\":\"x\",\"changes\":[{\"rev\":\"1-aaaa\"}]}\nid: \"<seq>\"\n\n" +
 			"data: {\"seq\":\"<seq>\",\"id\":\"y\",\"changes\":[{\"rev\":\"1-bbbb\"}]}\nid: \"<seq>\"\n\n",
 		each: "event: heartbeat\ndata: \n\n"},
+	// the other feeds' framing, byte for byte
+	{path: "/{db}/_changes?since=now", status: 200, body: "{\"results\":[\n\n],\n\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+	{path: "/{db}/_changes?since={s1}", status: 200,
+		body: "{\"results\":[\n{\"seq\":\"<seq>\",\"id\":\"y\",\"changes\":[{\"rev\":\"1-bbbb\"}]}\n],\n\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+	{path: "/{db}/_changes?feed=longpoll&since=now&timeout=100", status: 200,
+		body: "{\"results\":[\n\n\n],\n\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+	{path: "/{db}/_changes?feed=longpoll&since={s1}&timeout=100", status: 200,
+		body: "{\"results\":[\n{\"seq\":\"<seq>\",\"id\":\"y\",\"changes\":[{\"rev\":\"1-bbbb\"}]}\n],\n\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+	{path: "/{db}/_changes?feed=continuous&since={s1}&timeout=100", status: 200,
+		body: "{\"seq\":\"<seq>\",\"id\":\"y\",\"changes\":[{\"rev\":\"1-bbbb\"}]}\n{\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+	{path: "/{db}/_changes?feed=longpoll&since=now&heartbeat=50", status: 200,
+		readFor: 400 * time.Millisecond, prefix: "{\"results\":[\n\n", each: "\n"},
+	{path: "/{db}/_changes?feed=continuous&since=now&heartbeat=50", status: 200,
+		readFor: 400 * time.Millisecond, prefix: "\n", each: "\n"},
 }
 
 func runESSteps(t *testing.T, base, user, pw, db string) {
@@ -300,7 +314,7 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 		if i == 4 {
 			put("y", "1-bbbb") // after the steps that see x alone
 		}
-		path := strings.ReplaceAll(st.path, "{db}", db)
+		path := strings.ReplaceAll(strings.ReplaceAll(st.path, "{db}", db), "{s1}", s1)
 		hdr := map[string]string{"Accept": "text/event-stream"}
 		if st.lastEventID != "" {
 			hdr["Last-Event-ID"] = strings.ReplaceAll(st.lastEventID, "{s1}", s1)
@@ -341,7 +355,7 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 }
 
 // feed=eventsource as CouchDB frames it: Last-Event-ID, heartbeats, the
-// newlines at the start and the end (issue 15).
+// newlines at the start and the end; and the other feeds' bytes (issue 15).
 func TestEventSourceFraming(t *testing.T) {
 	s := testserver.Start(t)
 	runESSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "es")
