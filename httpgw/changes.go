@@ -304,7 +304,8 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		remaining := c.limit
 		last := since
 		var pending uint64
-		sent, byLimit := 0, false
+		// silent: nothing sent yet (CouchDB's chunks_sent is 0)
+		silent, byLimit := true, false
 		for {
 			q.Since, q.Limit = last, remaining
 			n, l, p, err := g.changesPass(rq, db, c, q, w, c.feed)
@@ -313,7 +314,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 				break
 			}
 			last, pending = l, p
-			sent += n
+			silent = silent && n == 0
 			w.flush()
 			if remaining >= 0 {
 				remaining -= n
@@ -326,13 +327,13 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 				byLimit = true
 				break
 			}
-			if sent == 0 {
+			if silent {
 				// CouchDB sends a newline when a feed that has sent
 				// nothing yet starts to wait (continuous and
 				// eventsource; longpoll's is above)
 				w.raw("\n")
 				w.flush()
-				sent = -1
+				silent = false
 			}
 			if !g.waitChange(rq, db, last, c, w, g.waitDeadline(c)) {
 				break
