@@ -380,10 +380,10 @@ func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWri
 		if err != nil || rq.ctx.Err() != nil {
 			return false
 		}
-		if got {
-			return true
-		}
-		if c.heartbeat > 0 {
+		if got || c.heartbeat > 0 {
+			// a heartbeat each interval, and one when a change wakes
+			// the feed, before its rows, heartbeat or not: CouchDB's
+			// feed calls back with timeout each time it wakes
 			if c.feed == "eventsource" {
 				w.raw("event: heartbeat\ndata: \n\n")
 			} else {
@@ -393,6 +393,9 @@ func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWri
 			if w.err != nil {
 				return false
 			}
+		}
+		if got {
+			return true
 		}
 	}
 }

@@ -352,6 +352,30 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 			t.Errorf("%s: got %q, want %q then %q repeated (at least twice)", where, norm, st.prefix, st.each)
 		}
 	}
+	// a change while the feed waits: a heartbeat when it wakes, heartbeat
+	// or not, then the row; the newline it sent on starting to wait is not
+	// sent again when it waits after the row
+	row := func(id, rev string) string {
+		return `{"seq":"<seq>","id":"` + id + `","changes":[{"rev":"` + rev + `"}]}`
+	}
+	for _, tc := range []struct{ feed, id, want string }{
+		{"eventsource", "z1", "\nevent: heartbeat\ndata: \n\ndata: " + row("z1", "1-cccc") + "\nid: \"<seq>\"\n\n"},
+		{"continuous", "z2", "\n\n" + row("z2", "1-cccc") + "\n{\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+		{"longpoll", "z3", "{\"results\":[\n\n\n" + row("z3", "1-cccc") + "\n],\n\"last_seq\":\"<seq>\",\"pending\":0}\n\n"},
+	} {
+		done := make(chan []byte, 1)
+		go func() {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, got, _ := rawRequest(t, rctx, base, user, pw, "GET", "/"+db+"/_changes?feed="+tc.feed+"&since=now&timeout=1000", "", nil)
+			done <- got
+		}()
+		time.Sleep(500 * time.Millisecond) // the feed is waiting by then
+		put(tc.id, "1-cccc")
+		if got := seqRE.ReplaceAllString(string(<-done), `"<seq>"`); got != tc.want {
+			t.Errorf("%s with a change while it waits:\n got %q\nwant %q", tc.feed, got, tc.want)
+		}
+	}
 }
 
 // feed=eventsource as CouchDB frames it: Last-Event-ID, heartbeats, the
