@@ -127,13 +127,31 @@ func attsSincePos(revs []string) uint64 {
 // sendsData reports whether attachment i of rb goes with its data (inline
 // or as a multipart part) under o.
 func sendsData(rb *pb.RevBody, i int, o *Options) bool {
-	if o == nil || i >= len(rb.AttData) {
+	return i < len(rb.AttData) && wantsData(rb.Atts[i], o)
+}
+
+func wantsData(a *pb.AttMeta, o *Options) bool {
+	if o == nil {
 		return false
 	}
 	if len(o.AttsSince) > 0 {
-		return rb.Atts[i].Revpos > attsSincePos(o.AttsSince)
+		return a.Revpos > attsSincePos(o.AttsSince)
 	}
-	return o.Attachments && rb.Atts[i].Revpos > 0
+	return o.Attachments && a.Revpos > 0
+}
+
+// DataWanted lists the attachments of rb whose data Append sends under o
+// (inline, or as parts with Follows) once rb.AttData carries it: what a
+// reader that has only the attachments' metadata (a row of _all_docs or
+// _changes) must fetch, leaving the others' AttData entries nil.
+func DataWanted(rb *pb.RevBody, o *Options) []int {
+	var out []int
+	for i, a := range rb.Atts {
+		if wantsData(a, o) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // SentAtts lists the attachments of rb whose data Append with o.Follows

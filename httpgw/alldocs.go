@@ -124,6 +124,9 @@ func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuer
 	if o.doc.Attachments, err = boolParam(rq, "attachments", false); err != nil {
 		return q, nil, err
 	}
+	if o.doc.AttEncodingInfo, err = boolParam(rq, "att_encoding_info", false); err != nil {
+		return q, nil, err
+	}
 	q.IncludeDocs = o.includeDocs
 	if prefix == "_design/" {
 		clampPrefix(&q, "_design/", "_design0")
@@ -206,7 +209,14 @@ func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQ
 		err = g.keysRows(rq, db, prefix, keys, q, o, emit)
 	} else {
 		err = g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
-			return emit(g.appendRow(nil, row, o, prefix))
+			var data [][]byte
+			if o.includeDocs && row.Info != nil && !row.Info.Deleted && row.Json != nil {
+				var err error
+				if data, err = g.attData(rq, db, row.Info.Id, row.Info.Winner, row.Atts, &o.doc); err != nil {
+					return err
+				}
+			}
+			return emit(g.appendRow(nil, row, o, prefix, data))
 		})
 	}
 	if err != nil {
@@ -243,7 +253,9 @@ func (g *Gateway) offset(rq *req, db, prefix string, q coordinator.RangeQuery) (
 	return g.c.CountRange(rq.ctx, db, cr)
 }
 
-func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string) []byte {
+// appendRow renders one row; data (nil, or parallel to row.Atts) is the
+// attachments' data the doc inlines.
+func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string, data [][]byte) []byte {
 	if row.Local != nil {
 		rev := "0-" + strconv.FormatUint(row.Local.Rev, 10)
 		buf = append(buf, `{"id":`...)
@@ -273,7 +285,7 @@ func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string) 
 		if info.Deleted || row.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: row.Json, Atts: row.Atts}, &o.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: row.Json, Atts: row.Atts, AttData: data}, &o.doc)
 		}
 	}
 	return append(buf, '}')
@@ -341,14 +353,14 @@ func (g *Gateway) keysRows(rq *req, db, prefix string, keys []json.RawMessage, q
 			if err != nil {
 				row = append(append([]byte(`{"key":`), docjson.AppendString(nil, id)...), `,"error":"not_found"}`...)
 			} else {
-				row = g.appendRow(nil, &pb.Row{Local: d}, o, prefix)
+				row = g.appendRow(nil, &pb.Row{Local: d}, o, prefix, nil)
 			}
 			if err := emit(row); err != nil {
 				return err
 			}
 			continue
 		}
-		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, WithAttsData: o.doc.Attachments})
+		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, WithAttsData: o.includeDocs && o.doc.Attachments})
 		if err != nil {
 			return err
 		}
@@ -356,14 +368,11 @@ func (g *Gateway) keysRows(rq *req, db, prefix string, keys []json.RawMessage, q
 			row = append(append([]byte(`{"key":`), docjson.AppendString(nil, id)...), `,"error":"not_found"}`...)
 		} else {
 			pr := &pb.Row{Info: r.Info}
+			var data [][]byte
 			if len(r.Bodies) > 0 && !r.Bodies[0].Missing {
-				pr.Json, pr.Atts = r.Bodies[0].Json, r.Bodies[0].Atts
+				pr.Json, pr.Atts, data = r.Bodies[0].Json, r.Bodies[0].Atts, r.Bodies[0].AttData
 			}
-			if o.includeDocs && len(r.Bodies) > 0 && len(r.Bodies[0].AttData) > 0 && !r.Info.Deleted {
-				row = g.appendRowWithData(r.Info, r.Bodies[0], o)
-			} else {
-				row = g.appendRow(nil, pr, o, prefix)
-			}
+			row = g.appendRow(nil, pr, o, prefix, data)
 		}
 		if err := emit(row); err != nil {
 			return err
@@ -372,15 +381,30 @@ func (g *Gateway) keysRows(rq *req, db, prefix string, keys []json.RawMessage, q
 	return nil
 }
 
-func (g *Gateway) appendRowWithData(info *pb.FullDocInfo, rb *pb.RevBody, o *rowOpts) []byte {
-	buf := append([]byte(`{"id":`), docjson.AppendString(nil, info.Id)...)
-	buf = append(buf, `,"key":`...)
-	buf = docjson.AppendString(buf, info.Id)
-	buf = append(buf, `,"value":{"rev":`...)
-	buf = docjson.AppendString(buf, info.Winner)
-	buf = append(buf, `},"doc":`...)
-	buf = couchdoc.Append(buf, info.Id, info, rb, &o.doc)
-	return append(buf, '}')
+// attData reads the data of the attachments a row's doc inlines under o
+// (nil when it inlines none). Rows carry only the attachments' metadata:
+// each row's data is read when that row is written, and dropped with it.
+func (g *Gateway) attData(rq *req, db, id, rev string, atts []*pb.AttMeta, o *couchdoc.Options) ([][]byte, error) {
+	rb := &pb.RevBody{Rev: rev, Atts: atts}
+	want := couchdoc.DataWanted(rb, o)
+	if len(want) == 0 {
+		return nil, nil
+	}
+	data := make([][]byte, len(atts))
+	for _, i := range want {
+		d, err := g.c.GetAtt(rq.ctx, db, id, atts[i].Digest)
+		if err != nil {
+			// the copy asked may not hold it (yet): read the revision
+			// with its attachments, as GET /db/doc?rev= does
+			r, err2 := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, Revs: []string{rev}, WithAttsData: true})
+			if err2 != nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || len(r.Bodies[0].AttData) != len(atts) {
+				return nil, err
+			}
+			return r.Bodies[0].AttData, nil
+		}
+		data[i] = d
+	}
+	return data, nil
 }
 
 // handleAllDocsQueries serves POST _all_docs/queries: several queries, one

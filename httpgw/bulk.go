@@ -185,14 +185,11 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	if err := json.Unmarshal(body.Docs, &items); err != nil {
 		return badRequest("`docs` parameter must be an array of objects with an `id`.")
 	}
-	o, err := g.parseDocOpts(rq)
+	o, err := bulkGetOpts(rq)
 	if err != nil {
 		return err
 	}
-	latest, err := boolParam(rq, "latest", false)
-	if err != nil {
-		return err
-	}
+	latest := anyTrue(rq, "latest")
 	mt, mp := wantsBulkGetMultipart(rq)
 	results := make([]*bulkGetResult, len(items))
 	// the valid items are read in one coordinator call: a request per
@@ -228,6 +225,23 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	}
 	buf = append(buf, "]}\n"...)
 	return g.writeJSON(rq, 200, buf)
+}
+
+// bulkGetOpts reads _bulk_get's doc options as CouchDB does
+// (chttpd_db:parse_doc_query): a flag is set by any value "true", other
+// values are ignored, not a 400.
+func bulkGetOpts(rq *req) (*couchdoc.Options, error) {
+	o := &couchdoc.Options{Revs: anyTrue(rq, "revs"), RevsInfo: anyTrue(rq, "revs_info"),
+		Conflicts: anyTrue(rq, "conflicts"), DeletedConflicts: anyTrue(rq, "deleted_conflicts"),
+		LocalSeq: anyTrue(rq, "local_seq"), Attachments: anyTrue(rq, "attachments"),
+		AttEncodingInfo: anyTrue(rq, "att_encoding_info")}
+	if anyTrue(rq, "meta") {
+		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
+	}
+	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 func bulkGetError(id, rev, code, reason string) []byte {
@@ -281,6 +295,9 @@ func bulkGetPrepare(it *bulkGetItem, base *couchdoc.Options, latest, allAtts boo
 			return res, nil
 		}
 		m.Revs = []string{it.Rev}
+	} else {
+		// no rev: every leaf, as CouchDB answers (open_revs=all)
+		m.OpenRevsAll = true
 	}
 	return res, m
 }
@@ -294,6 +311,9 @@ func (res *bulkGetResult) finish(r *pb.DocReply, err error) {
 	case r.Info == nil || len(r.Bodies) == 0:
 		res.code, res.reason = "not_found", "missing"
 	default:
+		if len(r.Bodies) > 1 {
+			sortRevBodies(r.Bodies)
+		}
 		res.reply = r
 	}
 }

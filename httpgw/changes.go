@@ -58,24 +58,26 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 		c.feed = "continuous"
 	}
 	c.since = rq.q.Get("since")
-	if rq.r.Header.Get("Last-Event-ID") != "" && c.since == "" {
-		c.since = rq.r.Header.Get("Last-Event-ID")
+	if lei := rq.r.Header.Get("Last-Event-ID"); lei != "" && c.feed == "eventsource" {
+		// an EventSource that reconnects resumes from the last event it
+		// saw, whatever since its URL says (CouchDB 3.5.2)
+		c.since = lei
+	}
+	if n := len(c.since); n >= 2 && c.since[0] == '"' && c.since[n-1] == '"' {
+		// the seq as an event's id line has it, a JSON string: CouchDB
+		// takes it quoted too
+		c.since = c.since[1 : n-1]
 	}
 	if c.limit, err = intParam(rq, "limit", -1); err != nil {
 		return nil, err
 	}
-	if c.descending, err = boolParam(rq, "descending", false); err != nil {
-		return nil, err
-	}
-	if c.includeDocs, err = boolParam(rq, "include_docs", false); err != nil {
-		return nil, err
-	}
-	if c.conflicts, err = boolParam(rq, "conflicts", false); err != nil {
-		return nil, err
-	}
-	if c.doc.Attachments, err = boolParam(rq, "attachments", false); err != nil {
-		return nil, err
-	}
+	// CouchDB's _changes takes these as true when they say "true" and
+	// ignores any other value (chttpd_db:parse_changes_query): no 400
+	c.descending = anyTrue(rq, "descending")
+	c.includeDocs = anyTrue(rq, "include_docs")
+	c.conflicts = anyTrue(rq, "conflicts")
+	c.doc.Attachments = anyTrue(rq, "attachments")
+	c.doc.AttEncodingInfo = anyTrue(rq, "att_encoding_info")
 	c.doc.Conflicts = c.conflicts
 	switch s := rq.q.Get("style"); s {
 	case "", "main_only":
@@ -167,6 +169,17 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 
 func isSlash(r rune) bool { return r == '/' }
 
+// anyTrue is a boolean parameter as CouchDB's _changes and _bulk_get
+// read theirs: set by any value "true", whatever the others say.
+func anyTrue(rq *req, name string) bool {
+	for _, v := range rq.q[name] {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
+}
+
 // parseSelector reads filter=_selector's body, {"selector": {...}}, with
 // CouchDB's answers (couch_changes:get_selector_and_fields): the selector
 // only in a POST body, a JSON object; a selector that does not compile is
@@ -257,12 +270,19 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 
 	switch c.feed {
 	case "normal", "longpoll":
-		w.raw(`{"results":[`)
+		// CouchDB's framing, byte for byte: the rows between
+		// "{"results":[\n" and "\n],\n", a newline when a longpoll starts
+		// to wait with nothing sent, and one after the end
+		w.raw("{\"results\":[\n")
 		if c.feed == "longpoll" {
 			w.flush()
 		}
 		n, last, pending, err := g.changesPass(rq, db, c, q, w, "normal")
 		if c.feed == "longpoll" && !c.descending {
+			if err == nil && n == 0 {
+				w.raw("\n")
+				w.flush()
+			}
 			// a filter may drop the changes that woke it: wait on, up
 			// to the timeout from the start, for one that it keeps
 			// (CouchDB waits again too)
@@ -277,13 +297,15 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		}
 		w.raw("\n],\n\"last_seq\":")
 		w.line(docjson.AppendString(nil, last))
-		w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n")
+		w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n\n")
 		w.flush()
 	default:
 		// continuous and eventsource: rows until limit or timeout
 		remaining := c.limit
 		last := since
 		var pending uint64
+		// silent: nothing sent yet (CouchDB's chunks_sent is 0)
+		silent, byLimit := true, false
 		for {
 			q.Since, q.Limit = last, remaining
 			n, l, p, err := g.changesPass(rq, db, c, q, w, c.feed)
@@ -292,21 +314,41 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 				break
 			}
 			last, pending = l, p
+			silent = silent && n == 0
 			w.flush()
 			if remaining >= 0 {
 				remaining -= n
 				if remaining <= 0 {
+					byLimit = c.limit > 0
 					break
 				}
 			}
-			if c.descending || !g.waitChange(rq, db, last, c, w, g.waitDeadline(c)) {
+			if c.descending {
+				byLimit = true
+				break
+			}
+			if silent {
+				// CouchDB sends a newline when a feed that has sent
+				// nothing yet starts to wait (continuous and
+				// eventsource; longpoll's is above)
+				w.raw("\n")
+				w.flush()
+				silent = false
+			}
+			if !g.waitChange(rq, db, last, c, w, g.waitDeadline(c)) {
 				break
 			}
 		}
-		if c.feed == "continuous" {
+		switch {
+		case c.feed == "continuous":
 			w.raw(`{"last_seq":`)
 			w.line(docjson.AppendString(nil, last))
 			w.raw(",\"pending\":" + strconv.FormatUint(pending, 10) + "}\n\n")
+		case byLimit:
+			// an event stream that ends at its limit (or, descending, at
+			// the start) ends with a newline; one that times out does not
+			// (CouchDB 3.5.2 sends that newline after the last chunk)
+			w.raw("\n")
 		}
 		w.flush()
 	}
@@ -338,15 +380,22 @@ func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWri
 		if err != nil || rq.ctx.Err() != nil {
 			return false
 		}
-		if got {
-			return true
-		}
-		if c.heartbeat > 0 {
-			w.raw("\n")
+		if got || c.heartbeat > 0 {
+			// a heartbeat each interval, and one when a change wakes
+			// the feed, before its rows, heartbeat or not: CouchDB's
+			// feed calls back with timeout each time it wakes
+			if c.feed == "eventsource" {
+				w.raw("event: heartbeat\ndata: \n\n")
+			} else {
+				w.raw("\n")
+			}
 			w.flush()
 			if w.err != nil {
 				return false
 			}
+		}
+		if got {
+			return true
 		}
 	}
 }
@@ -372,13 +421,18 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 			// replicator asks for this to save work on big batches)
 			seq = ""
 		}
-		buf := g.appendChange(nil, r, seq, c)
+		var data [][]byte
+		if c.includeDocs && r.Json != nil {
+			var err error
+			if data, err = g.attData(rq, db, r.Info.Id, r.Info.Winner, r.Atts, &c.doc); err != nil {
+				return err
+			}
+		}
+		buf := g.appendChange(nil, r, seq, c, data)
 		switch style {
 		case "normal":
 			if n > 0 {
 				w.raw(",\n")
-			} else {
-				w.raw("\n")
 			}
 			w.line(buf)
 		case "continuous":
@@ -414,7 +468,9 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 	return n, last, pending, nil
 }
 
-func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string, c *changesReq) []byte {
+// appendChange renders one change; data (nil, or parallel to r.Atts) is
+// the attachments' data the doc inlines.
+func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string, c *changesReq, data [][]byte) []byte {
 	info := r.Info
 	buf = append(buf, `{"seq":`...)
 	if seq == "" {
@@ -458,7 +514,7 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 		if r.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts}, &c.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts, AttData: data}, &c.doc)
 		}
 	}
 	return append(buf, '}')
