@@ -230,7 +230,7 @@ func TestRowAttachmentsAsCouchDB(t *testing.T) {
 	runAttSteps(t, cs.URL, cs.User, cs.Password, "ra", rowAttSteps)
 }
 
-var seqRE = regexp.MustCompile(`"[0-9]+-[A-Za-z0-9_-]{20,}"`)
+var rowSeqRE = regexp.MustCompile(`"[0-9]+-[A-Za-z0-9_-]{20,}"`)
 
 // esStep is one eventsource request and CouchDB 3.5.2's body for it
 // (sequences as "<seq>"). lastEventID "{s1}" is the feed's last_seq after
@@ -338,7 +338,7 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 				t.Fatalf("%s: Content-Type %q, Cache-Control %q", where, ct, cc)
 			}
 		}
-		norm := seqRE.ReplaceAllString(string(got), `"<seq>"`)
+		norm := rowSeqRE.ReplaceAllString(string(got), `"<seq>"`)
 		if st.readFor == 0 {
 			if want := st.prefix + st.body; norm != want {
 				t.Errorf("%s:\n got %q\nwant %q", where, norm, want)
@@ -372,7 +372,7 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 		}()
 		time.Sleep(500 * time.Millisecond) // the feed is waiting by then
 		put(tc.id, "1-cccc")
-		if got := seqRE.ReplaceAllString(string(<-done), `"<seq>"`); got != tc.want {
+		if got := rowSeqRE.ReplaceAllString(string(<-done), `"<seq>"`); got != tc.want {
 			t.Errorf("%s with a change while it waits:\n got %q\nwant %q", tc.feed, got, tc.want)
 		}
 	}
