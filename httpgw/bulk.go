@@ -41,6 +41,7 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			return err
 		}
 	}
+	maxDoc := g.maxDocumentSize() // couchdb/max_document_size, live
 	ids := make([]string, len(bd.Docs))
 	parsed := make([]*docjson.Doc, len(bd.Docs))
 	for i, raw := range bd.Docs {
@@ -52,7 +53,7 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		if !d.HasID {
 			id = uuids.next()
 		}
-		if int64(len(raw)) > g.cfg.MaxDocumentSize {
+		if int64(len(raw)) > maxDoc {
 			return newErr(413, "document_too_large", id)
 		}
 		if err := checkDocID(id); err != nil {
@@ -87,6 +88,9 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		}
 		u, err := docUpdate(uint32(len(updates)), ids[i], d, newEdits)
 		if err != nil {
+			return err
+		}
+		if err := g.checkAttSizes(u.Atts); err != nil {
 			return err
 		}
 		updates, at = append(updates, u), append(at, i)

@@ -238,7 +238,10 @@ func TestConfigLiveSettings(t *testing.T) {
 		after, reset             check
 	}{
 		{"couchdb", "max_document_size", "100", "abc",
-			func(t *testing.T) { mustCall(t, s, 413, "PUT", "/live/big", big, nil) },
+			func(t *testing.T) {
+				mustCall(t, s, 413, "PUT", "/live/big", big, nil)
+				mustCall(t, s, 413, "POST", "/live/_bulk_docs", `{"docs":[`+big+`]}`, nil)
+			},
 			func(t *testing.T) { mustCall(t, s, 201, "PUT", "/live/big", big, nil) }},
 		{"couchdb", "max_attachment_size", "10", "-1",
 			func(t *testing.T) {
@@ -248,6 +251,7 @@ func TestConfigLiveSettings(t *testing.T) {
 					t.Errorf("attachment over the limit: %+v", e)
 				}
 				mustCall(t, s, 413, "PUT", "/live/a2", att20, nil)
+				mustCall(t, s, 413, "POST", "/live/_bulk_docs", `{"docs":[`+att20+`]}`, nil)
 				mustCall(t, s, 201, "PUT", "/live/a3/small.txt", "0123", nil)
 			},
 			func(t *testing.T) { mustCall(t, s, 201, "PUT", "/live/a2", att20, nil) }},
