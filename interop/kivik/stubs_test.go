@@ -1,7 +1,5 @@
 package kivik_test
 import "testing"
-func testAttachments(t *testing.T, e *env) { t.Skip("todo") }
-func testInlineAttachments(t *testing.T, e *env) { t.Skip("todo") }
 func testBulkDocs(t *testing.T, e *env) { t.Skip("todo") }
 func testBulkGet(t *testing.T, e *env) { t.Skip("todo") }
 func testAllDocs(t *testing.T, e *env) { t.Skip("todo") }
