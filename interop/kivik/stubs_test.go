@@ -1,9 +1,5 @@
 package kivik_test
 import "testing"
-func testBulkDocs(t *testing.T, e *env) { t.Skip("todo") }
-func testBulkGet(t *testing.T, e *env) { t.Skip("todo") }
-func testAllDocs(t *testing.T, e *env) { t.Skip("todo") }
-func testDesignAndLocalDocs(t *testing.T, e *env) { t.Skip("todo") }
 func testChanges(t *testing.T, e *env) { t.Skip("todo") }
 func testChangesLongpoll(t *testing.T, e *env) { t.Skip("todo") }
 func testChangesContinuous(t *testing.T, e *env) { t.Skip("todo") }
