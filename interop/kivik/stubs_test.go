@@ -1,9 +1,5 @@
 package kivik_test
 import "testing"
-func testChanges(t *testing.T, e *env) { t.Skip("todo") }
-func testChangesLongpoll(t *testing.T, e *env) { t.Skip("todo") }
-func testChangesContinuous(t *testing.T, e *env) { t.Skip("todo") }
-func testChangesAllDocsStyle(t *testing.T, e *env) { t.Skip("todo") }
 func testClientReplicate(t *testing.T, e *env) { t.Skip("todo") }
 func testReplicatorDocs(t *testing.T, e *env) { t.Skip("todo") }
 func testSecurity(t *testing.T, e *env) { t.Skip("todo") }
