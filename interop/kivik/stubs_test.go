@@ -1,7 +1,5 @@
 package kivik_test
 import "testing"
-func testClientReplicate(t *testing.T, e *env) { t.Skip("todo") }
-func testReplicatorDocs(t *testing.T, e *env) { t.Skip("todo") }
 func testSecurity(t *testing.T, e *env) { t.Skip("todo") }
 func testSession(t *testing.T, e *env) { t.Skip("todo") }
 func testConfig(t *testing.T, e *env) { t.Skip("todo") }
