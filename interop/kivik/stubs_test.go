@@ -1,7 +1,5 @@
 package kivik_test
 import "testing"
-func testSecurity(t *testing.T, e *env) { t.Skip("todo") }
-func testSession(t *testing.T, e *env) { t.Skip("todo") }
 func testConfig(t *testing.T, e *env) { t.Skip("todo") }
 func testConfigFull(t *testing.T, e *env) { t.Skip("todo") }
 func testGzip200Docs(t *testing.T, e *env) { t.Skip("todo") }
