@@ -3,8 +3,10 @@ package kivik_test
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +125,29 @@ func testReplicatorDocs(t *testing.T, e *env) {
 	t.Cleanup(func() { _ = e.admin.DestroyDB(ctx(t), targetName) })
 
 	rep, err := e.admin.Replicate(ctx(t), e.dsn(e.user, e.pw)+"/"+targetName, e.dsn(e.user, e.pw)+"/"+source.Name(), kivik.Param("create_target", true))
+	if kivik.HTTPStatus(err) == http.StatusNotFound {
+		// kivik's Replicate POSTs the _replicator doc, then at once GETs
+		// /_scheduler/docs/_replicator/<id>; a scheduler that has not seen
+		// the new doc yet answers 404 {"error":"not_found","reason":"missing"}
+		// and kivik gives up. Seen on settee under -race with the other
+		// scenarios running; CouchDB has the same window (its doc processor
+		// learns of the doc from a db event). The doc is there: find it.
+		t.Logf("Replicate: %v: the scheduler did not know the new _replicator doc yet; looking it up", err)
+		eventually(t, 30*time.Second, "the replication shows in GetReplications", func() error {
+			reps, err := e.admin.GetReplications(ctx(t))
+			if err != nil {
+				return err
+			}
+			for _, r := range reps {
+				if strings.Contains(r.Target, "/"+targetName) {
+					rep = r
+					return nil
+				}
+			}
+			return fmt.Errorf("not among %d", len(reps))
+		})
+		err = nil
+	}
 	must(t, "Replicate", err)
 	t.Cleanup(func() { _ = rep.Delete(ctx(t)) })
 
@@ -147,11 +172,12 @@ func testReplicatorDocs(t *testing.T, e *env) {
 	must(t, "GetReplications", err)
 	found := false
 	for _, r := range reps {
-		if r.ReplicationID() == rep.ReplicationID() || (r.State() == kivik.ReplicationComplete && r.DocsWritten() == rep.DocsWritten()) {
+		// the scheduler's list names source and target without credentials
+		if strings.Contains(r.Target, "/"+targetName) && r.State() == kivik.ReplicationComplete {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("GetReplications (%d) lacks the completed replication %s", len(reps), rep.ReplicationID())
+		t.Errorf("GetReplications (%d) lacks the completed replication to %s", len(reps), targetName)
 	}
 }

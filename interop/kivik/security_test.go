@@ -53,6 +53,20 @@ func newHashedUser(t *testing.T, e *env, name, password string, roles ...string)
 	must(t, "Put org.couchdb.user:"+name, err)
 }
 
+// answered retries a write that was refused before its body was read: CouchDB
+// answers 403 and closes the connection while kivik still streams the gzipped
+// body, and Go's client may then report the broken pipe (kivik: 502) instead
+// of the answer.
+func answered(f func() error) error {
+	var err error
+	for range 5 {
+		if err = f(); kivik.HTTPStatus(err) != http.StatusBadGateway {
+			return err
+		}
+	}
+	return err
+}
+
 func testSecurity(t *testing.T, e *env) {
 	newUser(t, e, "bob", "bobs-secret", "reader")
 	newHashedUser(t, e, "eve", "eves-secret")
@@ -134,8 +148,15 @@ func testSecurity(t *testing.T, e *env) {
 	if !e.settee {
 		memberSetSecurity, memberSetSecurityReason = http.StatusInternalServerError, "no_majority"
 	}
-	_, errPutDesign := bob.DB(member.Name()).Put(ctx(t), "_design/nope", map[string]any{"language": "javascript"})
-	_, errPutOther := bob.DB(other.Name()).Put(ctx(t), "x", map[string]any{})
+	errPutDesign := answered(func() error {
+		_, err := bob.DB(member.Name()).Put(ctx(t), "_design/nope", map[string]any{"language": "javascript"})
+		return err
+	})
+	errPutOther := answered(func() error {
+		_, err := bob.DB(other.Name()).Put(ctx(t), "x", map[string]any{})
+		return err
+	})
+	errSetSecMember := answered(func() error { return bob.DB(member.Name()).SetSecurity(ctx(t), &kivik.Security{}) })
 	_, errAllDBs := bob.AllDBs(ctx(t))
 	_, errSecOther := bob.DB(other.Name()).Security(ctx(t))
 	_, errWrong := wrong.DB(member.Name()).Stats(ctx(t))
@@ -149,7 +170,7 @@ func testSecurity(t *testing.T, e *env) {
 		{"bob Get in a db he is not a member of", bob.DB(other.Name()).Get(ctx(t), "doc").Err(), http.StatusForbidden, "You are not allowed to access this db."},
 		{"bob Get in an admin-only db", bob.DB(open.Name()).Get(ctx(t), "doc").Err(), http.StatusForbidden, "You are not allowed to access this db."},
 		{"bob Put in a db he is not a member of", errPutOther, http.StatusForbidden, "You are not allowed to access this db."},
-		{"bob SetSecurity as a member", bob.DB(member.Name()).SetSecurity(ctx(t), &kivik.Security{}), memberSetSecurity, memberSetSecurityReason},
+		{"bob SetSecurity as a member", errSetSecMember, memberSetSecurity, memberSetSecurityReason},
 		{"bob Put design doc as a member", errPutDesign, http.StatusForbidden, "You are not a db or server admin."},
 		{"bob Security of a db he is not a member of", errSecOther, http.StatusForbidden, "You are not allowed to access this db."},
 		{"bob CreateDB", bob.CreateDB(ctx(t), e.dbName("bobs")), http.StatusUnauthorized, "You are not a server admin."},
