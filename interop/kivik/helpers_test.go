@@ -60,6 +60,8 @@ var scenarios = []scenario{
 	{"Config", testConfig},
 	{"ConfigFull", testConfigFull},
 	{"Gzip200Docs", testGzip200Docs},
+	{"Maintenance", testMaintenance},
+	{"NotImplemented", testNotImplemented},
 }
 
 func runScenarios(t *testing.T, e *env) {
