@@ -42,7 +42,32 @@ func testMaintenance(t *testing.T, e *env) {
 		t.Errorf("RevsDiff = %+v", diffs)
 	}
 
-	// compaction, then every doc still reads at its winner
+	// purge: the doc is gone, its tombstone too
+	res, err := db.Purge(ctx(t), map[string][]string{"gone": {revDel}})
+	must(t, "Purge", err)
+	if !slices.Equal(res.Purged["gone"], []string{revDel}) {
+		t.Errorf("Purge = %+v, want gone: [%s]", res, revDel)
+	}
+	wantStatus(t, "Get a purged doc", db.Get(ctx(t), "gone", kivik.Rev(revDel)).Err(), 404, "missing")
+	st, err := db.Stats(ctx(t))
+	must(t, "Stats", err)
+	if st.DocCount != 1 || st.DeletedCount != 0 {
+		t.Errorf("Stats after purge: %d docs %d deleted, want 1 and 0", st.DocCount, st.DeletedCount)
+	}
+}
+
+// compactDropFinding is what TestSetteeCompactWhileDestroying shows.
+const compactDropFinding = "settee: POST /db/_compact while other databases are deleted (DELETE /other) and written: a database created afterwards (PUT /new → 201) may already hold another database's documents (its first PUT /new/a answers 409 conflict; GET /new/a answers the other db's a at 2-… with rev 1 compacted away; doc_count 0, update_seq 2), and under -race badger's startCompactions races between FlattenAll (storage.(*Disk).reclaim after the compaction) and DropPrefix (catalog.dropHandle); CouchDB 3.5.2 keeps every database's documents its own. Reproduced by TestSetteeCompactWhileDestroying"
+
+// testCompact compacts while the other scenarios create, write and destroy
+// their databases, as a busy server does.
+func testCompact(t *testing.T, e *env) {
+	e.skipSettee(t, compactDropFinding)
+	db := e.newDB(t, "compact")
+	rev1, err := db.Put(ctx(t), "a", map[string]any{"v": 1})
+	must(t, "Put a", err)
+	rev2, err := db.Put(ctx(t), "a", map[string]any{"_rev": rev1, "v": 2})
+	must(t, "Put a 2", err)
 	must(t, "Compact", db.Compact(ctx(t)))
 	eventually(t, 30*time.Second, "compaction ends", func() error {
 		st, err := db.Stats(ctx(t))
@@ -57,18 +82,10 @@ func testMaintenance(t *testing.T, e *env) {
 	if r, err := db.GetRev(ctx(t), "a"); err != nil || r != rev2 {
 		t.Errorf("GetRev a after compaction = %q %v, want %s", r, err, rev2)
 	}
-
-	// purge: the doc is gone, its tombstone too
-	res, err := db.Purge(ctx(t), map[string][]string{"gone": {revDel}})
-	must(t, "Purge", err)
-	if !slices.Equal(res.Purged["gone"], []string{revDel}) {
-		t.Errorf("Purge = %+v, want gone: [%s]", res, revDel)
-	}
-	wantStatus(t, "Get a purged doc", db.Get(ctx(t), "gone", kivik.Rev(revDel)).Err(), 404, "missing")
 	st, err := db.Stats(ctx(t))
 	must(t, "Stats", err)
-	if st.DocCount != 1 || st.DeletedCount != 0 {
-		t.Errorf("Stats after purge: %d docs %d deleted, want 1 and 0", st.DocCount, st.DeletedCount)
+	if st.DocCount != 1 {
+		t.Errorf("doc count after compaction %d, want 1", st.DocCount)
 	}
 }
 

@@ -53,20 +53,6 @@ func newHashedUser(t *testing.T, e *env, name, password string, roles ...string)
 	must(t, "Put org.couchdb.user:"+name, err)
 }
 
-// answered retries a write that was refused before its body was read: CouchDB
-// answers 403 and closes the connection while kivik still streams the gzipped
-// body, and Go's client may then report the broken pipe (kivik: 502) instead
-// of the answer.
-func answered(f func() error) error {
-	var err error
-	for range 5 {
-		if err = f(); kivik.HTTPStatus(err) != http.StatusBadGateway {
-			return err
-		}
-	}
-	return err
-}
-
 func testSecurity(t *testing.T, e *env) {
 	newUser(t, e, "bob", "bobs-secret", "reader")
 	newHashedUser(t, e, "eve", "eves-secret")
