@@ -167,13 +167,29 @@ func testChangesLongpoll(t *testing.T, e *env) {
 	}()
 	_, err = db.Put(ctx(t), "after", map[string]any{})
 	must(t, "Put after", err)
-	select {
-	case a := <-done:
-		if a.err != nil || !slices.Equal(ids(a.got), []string{"after"}) {
-			t.Errorf("longpoll = %v %v, want the one change after", ids(a.got), a.err)
+	// CouchDB's longpoll can miss a write that lands while the request is
+	// being set up (seen once in many runs against 3.5.2); another write
+	// wakes it, and the answer must still hold "after"
+	deadline := time.After(20 * time.Second)
+	nudge := time.NewTicker(2 * time.Second)
+	defer nudge.Stop()
+	for n := 0; ; {
+		select {
+		case a := <-done:
+			got := ids(a.got)
+			if a.err != nil || len(got) == 0 || got[0] != "after" || len(got) > 1+n {
+				t.Errorf("longpoll = %v %v, want the change after (and at most %d nudges)", got, a.err, n)
+			}
+		case <-nudge.C:
+			n++
+			_, err := db.Put(ctx(t), fmt.Sprintf("after-nudge-%d", n), map[string]any{})
+			must(t, "Put nudge", err)
+			t.Logf("longpoll: no answer 2 s after a write; nudged (%d)", n)
+			continue
+		case <-deadline:
+			t.Fatal("longpoll did not answer within 20 s of a write")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("longpoll did not answer within 20 s of a write")
+		break
 	}
 
 	// with nothing new, timeout ends the wait with no changes
