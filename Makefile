@@ -13,7 +13,7 @@ test:
 	go test -race -timeout 12m ./...
 	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/
 	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction' ./httpgw/
-	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks' . ./y
+	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll' . ./y
 
 run:
 	go run ./cmd/settee serve

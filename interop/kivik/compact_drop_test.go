@@ -13,9 +13,11 @@ import (
 // TestSetteeCompactWhileDestroying is what a kivik user does on a busy
 // server: compact one database while others are destroyed and written,
 // then create another. Every database must keep its own documents. It
-// fails on settee today (see compactDropFinding) and is skipped until fixed.
+// found badger's DropPrefix and FlattenAll (the reclaim after a compaction)
+// restarting each other's compactors; before the fix (the badger patch's
+// setteeLevelsMu) a database created afterwards held another one's docs in
+// 2 of 8 runs, after it in none of 16.
 func TestSetteeCompactWhileDestroying(t *testing.T) {
-	t.Skip(compactDropFinding)
 	s := testserver.Start(t)
 	e := newEnv(t, "settee", s.URL, testserver.AdminUser, testserver.AdminPassword)
 	for round := range 10 {

@@ -87,6 +87,13 @@ type DB struct {
 	// settee patch: held shared by a request's send, exclusively by
 	// blockWrite (setteeSend)
 	setteeSendMu sync.RWMutex
+	// settee patch: held by DropPrefix and FlattenAll for their whole
+	// run. Both stop the compactors, work on the levels and start them
+	// again through db.closers.compactors, unguarded: run at once, one
+	// restarted the compactors while the other still dropped prefixes or
+	// merged levels (a data race on the closer, and keys of a database
+	// being dropped, or newer versions, lost or kept wrongly)
+	setteeLevelsMu sync.Mutex
 	// settee patch: bounds the goroutines flushing and compacting (y.Gate)
 	setteeGate *y.Gate
 
@@ -1875,6 +1882,8 @@ func (db *DB) DropPrefix(prefixes ...[]byte) error {
 		return nil
 	}
 	db.opt.Infof("DropPrefix called for %s", prefixes)
+	db.setteeLevelsMu.Lock() // settee patch (setteeLevelsMu)
+	defer db.setteeLevelsMu.Unlock()
 	f, err := db.prepareToDrop()
 	if err != nil {
 		return err

@@ -139,6 +139,8 @@ func (db *DB) FlattenAll(workers int) error {
 	if db.opt.ReadOnly {
 		return ErrReadOnlyTxn
 	}
+	db.setteeLevelsMu.Lock() // not beside a DropPrefix (DB.setteeLevelsMu)
+	defer db.setteeLevelsMu.Unlock()
 	if db.lc.levels[0].numTables() > 0 {
 		db.stopCompactions()
 		err := db.lc.doCompact(176, compactionPriority{level: 0, score: 1.71})
