@@ -89,7 +89,6 @@ func testCompact(t *testing.T, e *env) {
 // have (docs/api.md, "Not implemented"); the steps run on CouchDB.
 func testNotImplemented(t *testing.T, e *env) {
 	t.Run("DBUpdates", func(t *testing.T) {
-		e.skipSettee(t, `settee: GET /_db_updates?feed=normal (kivik's DBUpdates) answers 400 {"error":"illegal_database_name","reason":"Name: '_db_updates'. Only lowercase characters …"}; CouchDB 3.5.2 answers 200 {"results":[{"db_name":…,"type":"created","seq":…}…],"last_seq":…} (not implemented, docs/api.md)`)
 		name := e.dbName("updates")
 		must(t, "CreateDB", e.admin.CreateDB(ctx(t), name))
 		t.Cleanup(func() { _ = e.admin.DestroyDB(ctx(t), name) })
