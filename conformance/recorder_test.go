@@ -2,20 +2,17 @@ package conformance
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/settee/settee/internal/testcouch"
 )
 
 // The recorder: `go test ./conformance -run '^TestRecord$' -record -v` (or
@@ -29,15 +26,6 @@ var (
 )
 
 const scenarioDir = "testdata/scenarios"
-
-// couchDBDir is $SETTEE_COUCHDB_DIR, else shared/couchdb beside the
-// repository (or beside a directory above it, for a git worktree).
-func couchDBDir() string {
-	if d := os.Getenv("SETTEE_COUCHDB_DIR"); d != "" {
-		return d
-	}
-	return sharedDir("couchdb", "start.sh")
-}
 
 // sharedDir finds shared/<name> (holding the file probe) beside the
 // repository or beside one of the directories above it; if there is none it
@@ -57,53 +45,16 @@ func sharedDir(name, probe string) string {
 }
 
 // startCouchDB starts a CouchDB 3.5.2 single node (admin:admin, q=2, n=1)
-// on a free 127.0.0.1 port with a fresh data dir, stopped when t ends. The
-// test is skipped when ../shared/couchdb is absent or will not start here.
+// on a free 127.0.0.1 port with a fresh data dir, stopped when t ends
+// (internal/testcouch). The test is skipped when ../shared/couchdb is
+// absent or will not start here.
 func startCouchDB(t testing.TB) (base, user, password string) {
 	t.Helper()
-	dir := couchDBDir()
-	start := filepath.Join(dir, "start.sh")
-	if _, err := os.Stat(start); err != nil {
-		t.Skipf("no CouchDB to record from: %s not found (set SETTEE_COUCHDB_DIR or put shared/couchdb beside the repository)", start)
+	cs := testcouch.Start(t, "")
+	if cs.User != corpusAdmin {
+		t.Fatalf("CouchDB at %s: the corpus's server admin is named %q, not %q", cs.URL, corpusAdmin, cs.User)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		out, err := exec.CommandContext(ctx, start, "--port", strconv.Itoa(port), "--data", data).CombinedOutput()
-		cancel()
-		stop := func() {
-			if out, err := exec.Command(filepath.Join(dir, "stop.sh"), "--data", data).CombinedOutput(); err != nil {
-				t.Logf("stop.sh --data %s: %v %s", data, err, out)
-			}
-		}
-		if err != nil {
-			stop()
-			lastErr = fmt.Errorf("%s --port %d: %v\n%s", start, port, err, out)
-			continue
-		}
-		t.Cleanup(stop)
-		m := regexp.MustCompile(`(?m)^COUCHDB_URL=(\S+)$`).FindSubmatch(out)
-		if m == nil {
-			t.Fatalf("%s printed no COUCHDB_URL:\n%s", start, out)
-		}
-		return splitCouchURL(t, string(m[1]))
-	}
-	t.Skipf("CouchDB would not start here: %v", lastErr)
-	return
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return cs.URL, cs.User, cs.Password
 }
 
 // splitCouchURL splits http://user:pw@127.0.0.1:port into base URL and the

@@ -251,12 +251,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 	}
 	w := newRowWriter(rq)
 	h := rq.w.Header()
-	if c.feed == "eventsource" {
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-	} else {
-		h.Set("Content-Type", "application/json")
-	}
+	feedHeaders(h, c.feed)
 	if c.feed == "normal" {
 		// the answer depends on the request and the database's current
 		// sequence, which is known before any row is read
@@ -518,4 +513,15 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 		}
 	}
 	return append(buf, '}')
+}
+
+// feedHeaders types a feed's answer (_changes, _db_updates): an event
+// stream for eventsource, uncached as CouchDB sends it, else JSON.
+func feedHeaders(h http.Header, feed string) {
+	if feed == "eventsource" {
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		return
+	}
+	h.Set("Content-Type", "application/json")
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 	"github.com/settee/settee/node"
 )
@@ -101,10 +100,7 @@ func TestConfigAPI(t *testing.T) {
 }
 
 func TestConfigAPIAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
+	cs := startCouchDB(t)
 	runSteps(t, cs.URL, cs.User, cs.Password, "", configSteps)
 	mustCouch := func(method, path, body, user, pw string, want int) string {
 		t.Helper()

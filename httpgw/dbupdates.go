@@ -136,12 +136,7 @@ func (g *Gateway) handleDBUpdates(rq *req) error {
 	}
 	c.q.Since = since
 	h := rq.w.Header()
-	if c.feed == "eventsource" {
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-	} else {
-		h.Set("Content-Type", "application/json")
-	}
+	feedHeaders(h, c.feed)
 	if c.feed == "normal" {
 		now, _ := g.cfg.DBUpdates.ParseDBUpdatesSince("now")
 		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now)))

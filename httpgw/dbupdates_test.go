@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 )
 
@@ -265,10 +264,7 @@ func TestDBUpdates(t *testing.T) {
 }
 
 func TestDBUpdatesAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
+	cs := startCouchDB(t)
 	dbUpdatesSteps(t, dbuPeer{cs.URL, cs.User, cs.Password})
 }
 

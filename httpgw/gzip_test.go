@@ -3,14 +3,11 @@ package httpgw_test
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 	"github.com/settee/settee/node"
 )
@@ -29,10 +26,10 @@ func gz(parts ...string) []byte {
 // 3.5.2 answers it (asked 2026-12-01; TestGzipBodiesAsCouchDB asks again
 // when a CouchDB is at hand).
 type gzipCase struct {
-	name, method, path, ctype, encoding string
-	body                                []byte
-	status                              int
-	err, reason                         string // "" for a success
+	name, method, path, encoding string
+	body                         []byte
+	status                       int
+	err, reason                  string // "" for a success
 	// then, when set: GET this path and find this in the answer
 	check, want string
 }
@@ -83,47 +80,14 @@ var gzipCases = []gzipCase{
 		status: 413, err: "document_too_large", reason: "b"},
 }
 
-// runGzipCase sends c to base (a fresh database db there) and checks the
-// answer; it returns what went wrong, "" when nothing did.
-func runGzipCase(t *testing.T, base, user, pw, db string, c gzipCase) string {
-	t.Helper()
-	do := func(method, path string, body []byte, hdr map[string]string) (int, []byte) {
-		req, err := http.NewRequest(method, base+strings.ReplaceAll(path, "{db}", db), bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetBasicAuth(user, pw)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
-	ctype := c.ctype
-	if ctype == "" {
-		ctype = "application/json"
-	}
-	st, body := do(c.method, c.path, c.body, map[string]string{"Content-Encoding": c.encoding, "Content-Type": ctype})
-	if st != c.status {
-		return fmt.Sprintf("status %d, want %d: %s", st, c.status, clip(body))
-	}
-	if c.err != "" {
-		var e struct{ Error, Reason string }
-		if err := json.Unmarshal(body, &e); err != nil || e.Error != c.err || e.Reason != c.reason {
-			return fmt.Sprintf("answer %s, want error %q reason %q", clip(body), c.err, c.reason)
-		}
-	}
+// gzipSteps are c's request and, when c says so, the read that checks it.
+func gzipSteps(c gzipCase) []wireStep {
+	steps := []wireStep{{method: c.method, path: c.path, body: string(c.body), hdr: map[string]string{"Content-Encoding": c.encoding},
+		status: c.status, err: c.err, reason: c.reason}}
 	if c.check != "" {
-		if st, got := do("GET", c.check, nil, nil); st != 200 || !strings.Contains(string(got), c.want) {
-			return fmt.Sprintf("GET %s: %d %s, want %s in it", c.check, st, clip(got), c.want)
-		}
+		steps = append(steps, wireStep{method: "GET", path: c.check, status: 200, inBody: c.want})
 	}
-	return ""
+	return steps
 }
 
 func clip(b []byte) string {
@@ -141,9 +105,7 @@ func TestGzipBodies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			db := "gz-" + strings.ReplaceAll(c.name, " ", "-")
 			mustCall(t, s, 201, "PUT", "/"+db, nil, nil)
-			if msg := runGzipCase(t, s.URL, testserver.AdminUser, testserver.AdminPassword, db, c); msg != "" {
-				t.Fatal(msg)
-			}
+			runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, db, gzipSteps(c))
 		})
 	}
 }
@@ -151,23 +113,12 @@ func TestGzipBodies(t *testing.T) {
 // The same requests against a real Apache CouchDB 3.5.2, when one is at
 // hand: the table says what CouchDB answers.
 func TestGzipBodiesAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
+	cs := startCouchDB(t)
 	for _, c := range gzipCases {
 		t.Run(c.name, func(t *testing.T) {
 			db := "gz-" + strings.ReplaceAll(c.name, " ", "-")
-			req, _ := http.NewRequest("PUT", cs.URL+"/"+db, nil)
-			req.SetBasicAuth(cs.User, cs.Password)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if msg := runGzipCase(t, cs.URL, cs.User, cs.Password, db, c); msg != "" {
-				t.Fatalf("CouchDB: %s", msg)
-			}
+			runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/" + db, status: 201}})
+			runSteps(t, cs.URL, cs.User, cs.Password, db, gzipSteps(c))
 		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 )
 
@@ -222,10 +221,7 @@ func TestRowAttachments(t *testing.T) {
 }
 
 func TestRowAttachmentsAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
+	cs := startCouchDB(t)
 	setUpRowAtts(t, cs.URL, cs.User, cs.Password, "ra")
 	runAttSteps(t, cs.URL, cs.User, cs.Password, "ra", rowAttSteps)
 }
@@ -386,9 +382,6 @@ func TestEventSourceFraming(t *testing.T) {
 }
 
 func TestEventSourceFramingAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
+	cs := startCouchDB(t)
 	runESSteps(t, cs.URL, cs.User, cs.Password, "es")
 }

@@ -59,6 +59,25 @@ var deleteSteps = []wireStep{
 	{method: "DELETE", path: "/{db}/live?rev=1-aaaa", status: 404, err: "not_found", reason: "deleted"},
 }
 
+// startCouchDB starts a real CouchDB 3.5.2 for t: skipped with -short or
+// where there is none (internal/testcouch).
+func startCouchDB(t *testing.T) *testcouch.Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a CouchDB")
+	}
+	return testcouch.Start(t, "")
+}
+
+// runOnCouchDB runs steps on a fresh database db of a real CouchDB: the
+// table's answers are CouchDB's own.
+func runOnCouchDB(t *testing.T, db string, steps []wireStep) {
+	t.Helper()
+	cs := startCouchDB(t)
+	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/" + db, status: 201}})
+	runSteps(t, cs.URL, cs.User, cs.Password, db, steps)
+}
+
 func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 	t.Helper()
 	for i, st := range steps {
@@ -120,14 +139,7 @@ func TestDeleteAndDeletedDocs(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "del", deleteSteps)
 }
 
-func TestDeleteAndDeletedDocsAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
-	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/del", status: 201}})
-	runSteps(t, cs.URL, cs.User, cs.Password, "del", deleteSteps)
-}
+func TestDeleteAndDeletedDocsAsCouchDB(t *testing.T) { runOnCouchDB(t, "del", deleteSteps) }
 
 // Every answer carries X-Couch-Request-ID: the client's own when it sent
 // one, else ten hex digits, new for each request, as CouchDB.
@@ -238,11 +250,4 @@ func TestSmallPrint(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "sp", smallPrintSteps)
 }
 
-func TestSmallPrintAsCouchDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a CouchDB")
-	}
-	cs := testcouch.Start(t, "")
-	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/sp", status: 201}})
-	runSteps(t, cs.URL, cs.User, cs.Password, "sp", smallPrintSteps)
-}
+func TestSmallPrintAsCouchDB(t *testing.T) { runOnCouchDB(t, "sp", smallPrintSteps) }
