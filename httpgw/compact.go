@@ -198,6 +198,9 @@ type Settings interface {
 	// RequireValidUser is chttpd/require_valid_user and
 	// require_valid_user_except_for_up.
 	RequireValidUser() (all, exceptUp bool)
+	// ConfigGeneration changes after every write or delete, so what the
+	// gateway parses from a section is parsed again only after a change.
+	ConfigGeneration() uint64
 }
 
 var errAuthRequired = newErr(401, "unauthorized", "Authentication required.")

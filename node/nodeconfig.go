@@ -81,6 +81,10 @@ type nodeConfig struct {
 	requireUser    atomic.Bool
 	requireNotUp   atomic.Bool
 	admins         atomic.Pointer[map[string]*auth.Credential]
+	// gen counts writes, so readers can cache what they parse from a
+	// section (the gateway's CORS, auth and JWT settings) and parse again
+	// only after a change
+	gen atomic.Uint64
 }
 
 func setIn(m map[string]map[string]string, section, key, v string) {
@@ -315,6 +319,7 @@ func (n *Node) ConfigValue(section, key string) (string, error) {
 // SetConfig changes a key and returns its old value ("" when it had none).
 // A plain password written to admins is stored hashed.
 func (n *Node) SetConfig(section, key, value string) (string, error) {
+	defer n.conf.gen.Add(1)
 	if blacklisted[section] {
 		return "", ErrConfigForbidden
 	}
@@ -352,6 +357,7 @@ func (n *Node) SetConfig(section, key, value string) (string, error) {
 // DeleteConfig removes a key and returns its old value; a key settee
 // honours goes back to its start value (default or flag).
 func (n *Node) DeleteConfig(section, key string) (string, error) {
+	defer n.conf.gen.Add(1)
 	if blacklisted[section] {
 		return "", ErrConfigForbidden
 	}
@@ -380,6 +386,10 @@ func (n *Node) DeleteConfig(section, key string) (string, error) {
 	}
 	return old, nil
 }
+
+// ConfigGeneration changes whenever a _config write or delete has been
+// made: a reader that parsed a section may keep what it parsed until then.
+func (n *Node) ConfigGeneration() uint64 { return n.conf.gen.Load() }
 
 // ReloadConfig is POST _config/_reload: settee's config has no files to
 // read again, so it answers ok with nothing changed.
