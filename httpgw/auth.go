@@ -32,6 +32,7 @@ type authenticator struct {
 	g     *Gateway
 	mu    sync.Mutex
 	cache map[[32]byte]cached
+	confs authConfCache
 }
 
 type cached struct {
@@ -46,33 +47,66 @@ func newAuthenticator(g *Gateway) *authenticator {
 
 var errBadLogin = newErr(401, "unauthorized", "Name or password is incorrect.")
 
+// authenticate runs chttpd/authentication_handlers in their order, as
+// CouchDB's chttpd does: the first that finds a user wins; one that finds
+// bad credentials ends the request (401); one that finds none of its kind
+// passes to the next. No handler finding a user leaves the request
+// anonymous (require_valid_user decides after).
 func (a *authenticator) authenticate(rq *req) (*User, error) {
-	if h := rq.r.Header.Get("Authorization"); h != "" {
-		scheme, rest, _ := strings.Cut(h, " ")
-		if strings.EqualFold(scheme, "Basic") {
-			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
-			if err != nil {
-				return nil, badRequest("Authorization header has invalid base64 value")
-			}
-			name, pw, ok := strings.Cut(string(raw), ":")
-			if !ok {
-				return nil, badRequest("Authorization header has invalid base64 value")
-			}
-			u, err := a.login(rq, name, pw)
-			if err != nil {
-				return nil, err
-			}
-			u2 := *u
-			u2.Handler = "default"
-			return &u2, nil
+	c := a.conf()
+	for _, h := range c.handlers {
+		var u *User
+		var err error
+		switch h {
+		case auth.HandlerDefault:
+			u, err = a.basicUser(rq)
+		case auth.HandlerCookie:
+			u, err = a.cookieUser(rq, c)
+		case auth.HandlerJWT:
+			u, err = a.jwtUser(rq, c)
+		case auth.HandlerProxy:
+			u, err = a.proxyUser(rq, c)
 		}
-	}
-	if c, err := rq.r.Cookie("AuthSession"); err == nil && c.Value != "" {
-		if u := a.checkCookie(rq, c.Value); u != nil {
-			return u, nil
+		if err != nil || u != nil {
+			return u, err
 		}
 	}
 	return nil, nil
+}
+
+// basicUser is CouchDB's default handler: HTTP basic auth.
+func (a *authenticator) basicUser(rq *req) (*User, error) {
+	h := rq.r.Header.Get("Authorization")
+	scheme, rest, _ := strings.Cut(h, " ")
+	if h == "" || !strings.EqualFold(scheme, "Basic") {
+		return nil, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+	if err != nil {
+		return nil, badRequest("Authorization header has invalid base64 value")
+	}
+	name, pw, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return nil, badRequest("Authorization header has invalid base64 value")
+	}
+	u, err := a.login(rq, name, pw)
+	if err != nil {
+		return nil, err
+	}
+	u2 := *u
+	u2.Handler = auth.HandlerDefault
+	return &u2, nil
+}
+
+// cookieUser is CouchDB's cookie handler: a valid AuthSession cookie
+// authenticates; a stale, forged or unknown one is ignored (the request
+// goes on anonymous), as CouchDB does.
+func (a *authenticator) cookieUser(rq *req, c *authConf) (*User, error) {
+	ck, err := rq.r.Cookie("AuthSession")
+	if err != nil || ck.Value == "" {
+		return nil, nil
+	}
+	return a.checkCookie(rq, c, ck.Value), nil
 }
 
 // login verifies name and password against the server admin, then _users.
@@ -151,20 +185,21 @@ func (a *authenticator) userDoc(rq *req, name string) (*auth.Credential, error) 
 	return &cred, nil
 }
 
-// cookie: base64url("name:hexTime:hmac"), the hmac keyed by the node secret
-// and the user's salt, so a password change invalidates sessions.
-func (a *authenticator) makeCookie(name, salt string, now time.Time) string {
+// cookie: base64url("name:hexTime:hmac"), the hmac keyed by the secret
+// (chttpd_auth/secret, else the node's) and the user's salt, so a
+// password change ends the user's sessions.
+func (a *authenticator) makeCookie(c *authConf, name, salt string, now time.Time) string {
 	payload := name + ":" + strconv.FormatInt(now.Unix(), 16)
-	return base64.RawURLEncoding.EncodeToString([]byte(payload + ":" + a.mac(payload, salt)))
+	return base64.RawURLEncoding.EncodeToString([]byte(payload + ":" + mac(c, payload, salt)))
 }
 
-func (a *authenticator) mac(payload, salt string) string {
-	m := hmac.New(sha256.New, append(append([]byte{}, a.g.cfg.CookieSecret...), salt...))
+func mac(c *authConf, payload, salt string) string {
+	m := hmac.New(sha256.New, append(append([]byte{}, c.secret...), salt...))
 	m.Write([]byte(payload))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (a *authenticator) checkCookie(rq *req, v string) *User {
+func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
 		return nil
@@ -173,21 +208,30 @@ func (a *authenticator) checkCookie(rq *req, v string) *User {
 	if len(parts) < 3 {
 		return nil
 	}
-	mac := parts[len(parts)-1]
+	sum := parts[len(parts)-1]
 	ts := parts[len(parts)-2]
 	name := strings.Join(parts[:len(parts)-2], ":")
 	t, err := strconv.ParseInt(ts, 16, 64)
-	if err != nil || time.Since(time.Unix(t, 0)) > a.g.cfg.SessionTimeout {
+	if err != nil {
+		return nil
+	}
+	age := time.Since(time.Unix(t, 0))
+	if age > c.timeout {
 		return nil
 	}
 	user, cred := a.account(rq, name)
 	if cred == nil {
 		return nil
 	}
-	if !hmac.Equal([]byte(mac), []byte(a.mac(name+":"+ts, cred.Salt))) {
+	if !hmac.Equal([]byte(sum), []byte(mac(c, name+":"+ts, cred.Salt))) {
 		return nil
 	}
-	user.Handler = "cookie"
+	if age > c.timeout/10 {
+		// CouchDB renews a session once a tenth of its time has gone, so
+		// a client in use never sees it end
+		a.g.setSessionCookie(rq, c, a.makeCookie(c, name, cred.Salt, time.Now()))
+	}
+	user.Handler = auth.HandlerCookie
 	return user
 }
 
@@ -220,7 +264,7 @@ func (g *Gateway) handleSession(rq *req) error {
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
 		ctx := map[string]any{"name": nil, "roles": []string{}}
-		info := map[string]any{"authentication_handlers": []string{"cookie", "default"}}
+		info := map[string]any{"authentication_handlers": g.auth.conf().handlers}
 		if u := rq.user; u != nil {
 			ctx["name"], ctx["roles"] = u.Name, u.Roles
 			info["authenticated"] = u.Handler
@@ -251,24 +295,47 @@ func (g *Gateway) handleSession(rq *req) error {
 		if err != nil {
 			return err
 		}
-		cookie := g.auth.makeCookie(u.Name, g.auth.saltOf(rq, u.Name), time.Now())
-		g.setSessionCookie(rq, cookie)
+		c := g.auth.conf()
+		g.setSessionCookie(rq, c, g.auth.makeCookie(c, u.Name, g.auth.saltOf(rq, u.Name), time.Now()))
 		if next := rq.q.Get("next"); next != "" && strings.HasPrefix(next, "/") {
 			rq.w.Header().Set("Location", next)
 			return g.writeJSON(rq, 302, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
 		}
 		return g.writeJSON(rq, 200, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
 	case http.MethodDelete:
-		g.setSessionCookie(rq, "")
+		g.setSessionCookie(rq, g.auth.conf(), "")
 		return g.writeJSON(rq, 200, okBody)
 	}
 	return methodNotAllowed("GET,HEAD,POST,DELETE")
 }
 
-func (g *Gateway) setSessionCookie(rq *req, v string) {
-	age := int(g.cfg.SessionTimeout / time.Second)
-	exp := time.Now().Add(g.cfg.SessionTimeout).UTC().Format(http.TimeFormat)
-	rq.w.Header().Set("Set-Cookie", "AuthSession="+v+"; Version=1; Expires="+exp+"; Max-Age="+strconv.Itoa(age)+"; Path=/; HttpOnly")
+// setSessionCookie sets AuthSession as CouchDB (mochiweb) writes it:
+// Expires and Max-Age only with allow_persistent_cookies, Secure over
+// TLS, then cookie_domain and same_site when configured.
+func (g *Gateway) setSessionCookie(rq *req, c *authConf, v string) {
+	var b strings.Builder
+	b.WriteString("AuthSession=" + v + "; Version=1")
+	if c.persistent {
+		age := int(c.timeout / time.Second)
+		b.WriteString("; Expires=" + time.Now().Add(c.timeout).UTC().Format("Mon, 02-Jan-2006 15:04:05 GMT") +
+			"; Max-Age=" + strconv.Itoa(age))
+	}
+	if rq.r.TLS != nil {
+		b.WriteString("; Secure")
+	}
+	if c.cookieDomain != "" {
+		b.WriteString("; Domain=" + c.cookieDomain)
+	}
+	b.WriteString("; Path=/; HttpOnly")
+	switch strings.ToLower(c.sameSite) {
+	case "strict":
+		b.WriteString("; SameSite=Strict")
+	case "lax":
+		b.WriteString("; SameSite=Lax")
+	case "none":
+		b.WriteString("; SameSite=None")
+	}
+	rq.w.Header().Set("Set-Cookie", b.String())
 }
 
 // security is a database's _security object.

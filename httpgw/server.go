@@ -303,8 +303,8 @@ func (g *Gateway) fail(rq *req, err error) {
 	if ce.status >= 500 {
 		g.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
 	}
-	if ce.status == 401 && rq.r.Header.Get("Authorization") == "" && !strings.Contains(rq.r.Header.Get("Accept"), "json") {
-		rq.w.Header().Set("WWW-Authenticate", `Basic realm="server"`)
+	if ce.status == 401 && g.unauthorized(rq, ce) {
+		return
 	}
 	b, _ := json.Marshal(map[string]string{"error": ce.code, "reason": ce.reason})
 	_ = g.writeJSON(rq, ce.status, append(b, '\n'))

@@ -166,11 +166,28 @@ func (n *Node) loadConfig() error {
 				cfg.LogLevel.Set(l)
 			}
 		}},
+		"chttpd/authentication_handlers": {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
 		// read when the replicator starts
 		"replicator/max_jobs":           {check: posInt(1, math.MaxInt32)},
 		"replicator/max_churn":          {check: posInt(1, math.MaxInt32)},
 		"replicator/interval":           {check: posInt(1, math.MaxInt32)},
 		"replicator/connection_timeout": {check: posInt(1, math.MaxInt32)},
+	}
+
+	// the gateway reads the auth settings (from chttpd_auth, else from
+	// couch_httpd_auth, as CouchDB) after each write; they are checked here
+	for _, sec := range []string{"chttpd_auth", "couch_httpd_auth"} {
+		c.known[sec+"/timeout"] = knownKey{check: posInt(1, math.MaxInt32)}
+		c.known[sec+"/iterations"] = knownKey{check: posInt(1, math.MaxInt32)}
+		c.known[sec+"/allow_persistent_cookies"] = knownKey{check: boolean}
+		c.known[sec+"/require_valid_user"] = knownKey{check: boolean}
+		c.known[sec+"/same_site"] = knownKey{check: func(v string) error {
+			switch strings.ToLower(v) {
+			case "", "none", "lax", "strict":
+				return nil
+			}
+			return errors.New("want none, lax or strict")
+		}}
 	}
 
 	prefix := keyConfig("", "")[:5]

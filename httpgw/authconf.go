@@ -1,0 +1,149 @@
+package httpgw
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/settee/settee/auth"
+)
+
+// authConf is what authentication reads from _config, parsed once per
+// config generation (Settings.ConfigGeneration) rather than per request.
+// CouchDB reads each auth key from chttpd_auth first and couch_httpd_auth
+// (its 2.x name) second; so does this.
+type authConf struct {
+	gen      uint64
+	handlers []string // chttpd/authentication_handlers, in order
+	// the session cookie
+	timeout      time.Duration
+	persistent   bool
+	secret       []byte
+	sameSite     string
+	cookieDomain string
+	iterations   int  // PBKDF2 iterations of a password hashed into _users
+	requireUser  bool // chttpd_auth/require_valid_user (the WWW-Authenticate rule)
+	jwt          *jwtConf
+	proxy        *proxyConf
+}
+
+// authConfCache holds the parsed authConf; readers load it, and the first
+// reader after a config change parses again.
+type authConfCache struct{ p atomic.Pointer[authConf] }
+
+// conf is the auth settings as they are now.
+func (a *authenticator) conf() *authConf {
+	s := a.g.cfg.Settings
+	var gen uint64
+	if s != nil {
+		gen = s.ConfigGeneration()
+	}
+	if c := a.confs.p.Load(); c != nil && c.gen == gen {
+		return c
+	}
+	c := a.loadConf(gen)
+	a.confs.p.Store(c)
+	return c
+}
+
+func (a *authenticator) loadConf(gen uint64) *authConf {
+	cfg := a.g.cfg
+	c := &authConf{gen: gen, handlers: []string{auth.HandlerCookie, auth.HandlerDefault},
+		timeout: cfg.SessionTimeout, persistent: true, secret: cfg.CookieSecret,
+		iterations: auth.DefaultIterations}
+	s := cfg.Settings
+	if s == nil {
+		c.jwt, c.proxy = loadJWTConf(nil), loadProxyConf(nil)
+		return c
+	}
+	get := func(key string) (string, bool) { return authValue(s, key) }
+	if v, err := s.ConfigValue("chttpd", "authentication_handlers"); err == nil {
+		if hs, err := auth.ParseHandlers(v); err == nil {
+			c.handlers = hs
+		} else {
+			a.g.log.Warn("config: chttpd/authentication_handlers does not parse, using the default", "value", v, "err", err)
+		}
+	}
+	if v, ok := get("timeout"); ok {
+		if i, err := strconv.Atoi(v); err == nil && i > 0 {
+			c.timeout = time.Duration(i) * time.Second
+		}
+	}
+	if v, ok := get("allow_persistent_cookies"); ok {
+		c.persistent = v != "false"
+	}
+	if v, ok := get("secret"); ok && v != "" {
+		c.secret = []byte(v)
+	}
+	if v, ok := get("iterations"); ok {
+		if i, err := strconv.Atoi(v); err == nil && i > 0 {
+			c.iterations = i
+		}
+	}
+	c.sameSite, _ = get("same_site")
+	c.cookieDomain, _ = get("cookie_domain")
+	if v, ok := get("require_valid_user"); ok {
+		c.requireUser = v == "true"
+	}
+	c.jwt, c.proxy = loadJWTConf(s), loadProxyConf(s)
+	return c
+}
+
+// authValue is an auth key's value: chttpd_auth's, else couch_httpd_auth's.
+func authValue(s Settings, key string) (string, bool) {
+	if v, err := s.ConfigValue("chttpd_auth", key); err == nil {
+		return v, true
+	}
+	if v, err := s.ConfigValue("couch_httpd_auth", key); err == nil {
+		return v, true
+	}
+	return "", false
+}
+
+// unauthorized adds to a 401 what CouchDB's chttpd adds (error_headers):
+// the client's own X-CouchDB-WWW-Authenticate, else chttpd/WWW-Authenticate,
+// else for "unauthorized" a basic challenge when a valid user is required,
+// or, for a browser (it accepts text/html, not JSON), a 302 to the login
+// page with where it was going and why. It reports whether it answered.
+func (g *Gateway) unauthorized(rq *req, ce *couchError) bool {
+	h := rq.w.Header()
+	if v := rq.r.Header.Get("X-CouchDB-WWW-Authenticate"); v != "" {
+		h.Set("WWW-Authenticate", v)
+		return false
+	}
+	s := g.cfg.Settings
+	if s != nil {
+		if v, err := s.ConfigValue("chttpd", "WWW-Authenticate"); err == nil {
+			h.Set("WWW-Authenticate", v)
+			return false
+		}
+	}
+	if ce.code != "unauthorized" {
+		return false
+	}
+	required := g.auth.conf().requireUser
+	if s != nil {
+		all, _ := s.RequireValidUser()
+		required = required || all
+	}
+	if required {
+		h.Set("WWW-Authenticate", `Basic realm="server"`)
+		return false
+	}
+	if accepts(rq, "application/json", true) || !accepts(rq, "text/html", true) {
+		return false
+	}
+	redirect := "/_utils/session.html"
+	if s != nil {
+		if v, ok := authValue(s, "authentication_redirect"); ok {
+			redirect = v
+		}
+	}
+	h.Set("Location", g.base(rq)+(redirect+"?return="+url.QueryEscape(rq.r.URL.Path)+"&reason="+url.PathEscape(ce.reason)))
+	b, _ := json.Marshal(map[string]string{"error": ce.code, "reason": ce.reason})
+	_ = g.writeJSON(rq, http.StatusFound, append(b, '\n'))
+	return true
+}
