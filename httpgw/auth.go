@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -36,9 +37,8 @@ type authenticator struct {
 }
 
 type cached struct {
-	user    *User
-	salt    string
-	expires time.Time
+	derivedKey string // the hash the password matched
+	expires    time.Time
 }
 
 func newAuthenticator(g *Gateway) *authenticator {
@@ -109,32 +109,41 @@ func (a *authenticator) cookieUser(rq *req, c *authConf) (*User, error) {
 	return a.checkCookie(rq, c, ck.Value), nil
 }
 
-// login verifies name and password against the server admin, then _users.
+// login verifies name and password against the server admins, then
+// _users. A verified password is cached (PBKDF2 is slow by design) with
+// the hash it matched, and a hit counts only while the account still has
+// that hash: a changed password, a deleted user or changed roles take
+// effect at the next request, not when the cache entry ages out.
 func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
 	key := a.key(name, pw)
 	a.mu.Lock()
-	c, ok := a.cache[key]
+	c, hit := a.cache[key]
 	a.mu.Unlock()
-	if ok && time.Now().Before(c.expires) {
-		return c.user, nil
+	hit = hit && time.Now().Before(c.expires)
+	for _, everyCopy := range []bool{false, true} {
+		user, cred := a.account(rq, name, everyCopy)
+		if cred != nil && (hit && c.derivedKey == cred.DerivedKey || cred.Verify(pw)) {
+			if !hit || c.derivedKey != cred.DerivedKey {
+				a.remember(name, pw, cred)
+			}
+			return user, nil
+		}
+		if user != nil && user.Admin && cred == a.g.serverAdmin(name) {
+			break // a server admin has no copies to ask
+		}
 	}
-	user, cred := a.account(rq, name)
-	if cred == nil || !cred.Verify(pw) {
-		return nil, errBadLogin
-	}
-	a.remember(name, pw, user, cred.Salt)
-	return user, nil
+	return nil, errBadLogin
 }
 
 // remember caches a verified login for a while.
-func (a *authenticator) remember(name, pw string, user *User, salt string) {
+func (a *authenticator) remember(name, pw string, cred *auth.Credential) {
 	key := a.key(name, pw)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.cache) > 10000 {
 		clear(a.cache)
 	}
-	a.cache[key] = cached{user: user, salt: salt, expires: time.Now().Add(5 * time.Minute)}
+	a.cache[key] = cached{derivedKey: cred.DerivedKey, expires: time.Now().Add(5 * time.Minute)}
 }
 
 // forget drops every cached login: a server admin was added, changed or
@@ -167,19 +176,26 @@ func (a *authenticator) key(name, pw string) [32]byte {
 	return k
 }
 
-// userDoc reads org.couchdb.user:NAME from _users. One copy answers (the
-// local one where there is one): a login must not cost a quorum round trip,
-// nor fail while most of the cluster is down.
-func (a *authenticator) userDoc(rq *req, name string) (*auth.Credential, error) {
-	r, err := a.g.c.GetDocR(rq.ctx, "_users", &pb.GetDoc{Id: "org.couchdb.user:" + name}, 1)
+// userDoc reads org.couchdb.user:NAME from _users: from one copy (the
+// local one where there is one), so a login costs no quorum round trip
+// and works while most of the cluster is down; or, with everyCopy, from
+// every live copy, the newest winning — _users has a copy on every node
+// and a write is acknowledged by one, so a user created or changed
+// through another node is seen at once.
+func (a *authenticator) userDoc(rq *req, name string, everyCopy bool) (*auth.Credential, error) {
+	r := 1
+	if everyCopy {
+		r = math.MaxInt32 // capped to the live copies
+	}
+	reply, err := a.g.c.GetDocR(rq.ctx, usersDB, &pb.GetDoc{Id: auth.UserDocPrefix + name}, r)
 	if err != nil {
 		return nil, err
 	}
-	if r.Info == nil || r.Info.Deleted || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+	if reply.Info == nil || reply.Info.Deleted || len(reply.Bodies) == 0 || reply.Bodies[0].Missing {
 		return nil, nil
 	}
 	var cred auth.Credential
-	if err := json.Unmarshal(r.Bodies[0].Json, &cred); err != nil {
+	if err := json.Unmarshal(reply.Bodies[0].Json, &cred); err != nil {
 		return nil, err
 	}
 	return &cred, nil
@@ -219,9 +235,13 @@ func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
 	if age > c.timeout {
 		return nil
 	}
-	user, cred := a.account(rq, name)
+	user, cred := a.account(rq, name, false)
 	if cred == nil {
-		return nil
+		// a session made through another node, for a user this node's
+		// copy has not seen yet
+		if user, cred = a.account(rq, name, true); cred == nil {
+			return nil
+		}
 	}
 	if !hmac.Equal([]byte(sum), []byte(mac(c, name+":"+ts, cred.Salt))) {
 		return nil
@@ -237,11 +257,11 @@ func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
 
 // account finds a name: the server admin, else its _users doc. The user
 // comes with the stored credential (nil: no such account).
-func (a *authenticator) account(rq *req, name string) (*User, *auth.Credential) {
+func (a *authenticator) account(rq *req, name string, everyCopy bool) (*User, *auth.Credential) {
 	if admin := a.g.serverAdmin(name); admin != nil {
 		return &User{Name: name, Roles: []string{"_admin"}, Admin: true}, admin
 	}
-	cred, err := a.userDoc(rq, name)
+	cred, err := a.userDoc(rq, name, everyCopy)
 	if err != nil || cred == nil {
 		return nil, nil
 	}
@@ -254,7 +274,7 @@ func (a *authenticator) account(rq *req, name string) (*User, *auth.Credential) 
 
 // saltOf is the salt that keys name's session cookies.
 func (a *authenticator) saltOf(rq *req, name string) string {
-	if _, cred := a.account(rq, name); cred != nil {
+	if _, cred := a.account(rq, name, false); cred != nil {
 		return cred.Salt
 	}
 	return ""

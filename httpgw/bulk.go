@@ -64,11 +64,6 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 				return err
 			}
 		}
-		if db == "_users" {
-			if d, err = g.prepareUserDoc(d); err != nil {
-				return err
-			}
-		}
 		ids[i], parsed[i] = id, d
 	}
 	if bd.AllOrNothing {
@@ -78,12 +73,23 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		}
 		return g.writeJSON(rq, 417, out)
 	}
+	// a user doc the _users rules refuse fails alone, as a row error
+	refused := make([]*pb.Error, len(parsed))
+	if db == usersDB {
+		for i, d := range parsed {
+			if nd, err := g.checkUserWrite(rq, ids[i], d, newEdits); err != nil {
+				refused[i] = userRuleErr(err)
+			} else {
+				parsed[i] = nd
+			}
+		}
+	}
 	// _local docs in the batch are stored as local docs (no rev tree, rev
 	// 0-N), as CouchDB does; the others go to the shards together
 	var updates []*pb.DocUpdate
 	var at []int // the batch position of updates[tag]
 	for i, d := range parsed {
-		if strings.HasPrefix(ids[i], "_local/") {
+		if strings.HasPrefix(ids[i], "_local/") || refused[i] != nil {
 			continue
 		}
 		u, err := docUpdate(uint32(len(updates)), ids[i], d, newEdits)
@@ -110,7 +116,13 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		out[at[tag]] = o
 	}
 	for i, d := range parsed {
-		if strings.HasPrefix(ids[i], "_local/") {
+		switch {
+		case refused[i] != nil:
+			out[i] = coordinator.Outcome{Err: refused[i]}
+			if !newEdits {
+				out[i].Rev = d.Rev // CouchDB names the replicated rev it refused
+			}
+		case strings.HasPrefix(ids[i], "_local/"):
 			out[i] = g.putLocalInBatch(rq, db, ids[i], d)
 		}
 	}
@@ -132,6 +144,10 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		if o.Err != nil {
 			buf = append(buf, `{"id":`...)
 			buf = docjson.AppendString(buf, ids[i])
+			if o.Rev != "" {
+				buf = append(buf, `,"rev":`...)
+				buf = docjson.AppendString(buf, o.Rev)
+			}
 			buf = append(buf, `,"error":`...)
 			buf = docjson.AppendString(buf, o.Err.Code)
 			buf = append(buf, `,"reason":`...)
@@ -200,9 +216,15 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	// shard copy, not a goroutine and a request per doc
 	var reads []*pb.GetDoc
 	var readIdx []int
+	usersAdmin := db == usersDB && g.usersAdmin(rq)
 	for i := range items {
 		res, m := bulkGetPrepare(&items[i], o, latest, mp)
 		results[i] = res
+		if m != nil && db == usersDB && userMayRead(usersAdmin, rq.user, m.Id) != nil {
+			// another user's doc is not there for this reader (CouchDB 3.5
+			// answers an internal_fabric_error for every item here)
+			res.code, res.reason, m = "not_found", "missing", nil
+		}
 		if m != nil {
 			reads = append(reads, m)
 			readIdx = append(readIdx, i)

@@ -41,6 +41,11 @@ func (g *Gateway) routeDB(rq *req) error {
 	if len(rq.segs) == 2 && second == "" {
 		return g.handleDB(rq, db)
 	}
+	if db == usersDB {
+		if err := g.usersGate(rq, second, rest); err != nil {
+			return err
+		}
+	}
 	switch second {
 	case "_all_docs":
 		return g.handleAllDocs(rq, db, "", len(rest))

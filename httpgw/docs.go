@@ -269,17 +269,18 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	if db == "_users" {
-		if d, err = g.prepareUserDoc(d); err != nil {
-			return err
-		}
-	}
 	return g.writeOne(rq, db, id, d, mp, newEdits, true)
 }
 
 // writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE;
 // mp holds the attachment parts of a multipart/related PUT.
 func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits, location bool) error {
+	if db == usersDB {
+		var err error
+		if d, err = g.checkUserWrite(rq, id, d, newEdits); err != nil {
+			return err
+		}
+	}
 	u, err := docUpdateMP(0, id, d, newEdits, mp)
 	if err != nil {
 		return err
@@ -382,11 +383,6 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 			return err
 		}
 	}
-	if db == "_users" {
-		if d, err = g.prepareUserDoc(d); err != nil {
-			return err
-		}
-	}
 	return g.writeOne(rq, db, id, d, nil, true, true)
 }
 
@@ -436,7 +432,9 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	if dest == "" {
 		return badRequest("Destination header is mandatory for COPY.")
 	}
-	if u, err := url.Parse(dest); err == nil && (u.Scheme != "" || u.Host != "") {
+	// CouchDB refuses only http(s) URLs: an id may hold a colon
+	// (org.couchdb.user:NAME), which url.Parse would take for a scheme
+	if l := strings.ToLower(dest); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
 		return badRequest("Destination URL must be relative.")
 	}
 	destID, destQ, _ := strings.Cut(dest, "?")
@@ -470,6 +468,11 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	d := &docjson.Doc{Body: src.Json}
 	if dq, err := url.ParseQuery(destQ); err == nil && dq.Get("rev") != "" {
 		d.Rev, d.HasRev = dq.Get("rev"), true
+	}
+	if db == usersDB {
+		if d, err = g.checkUserWrite(rq, destID, d, true); err != nil {
+			return err
+		}
 	}
 	u, err := docUpdate(0, destID, d, true)
 	if err != nil {

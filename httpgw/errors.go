@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/settee/settee/actors"
+	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
@@ -78,6 +79,7 @@ func toCouch(err error) *couchError {
 	var dj *docjson.Error
 	var me *mango.Error
 	var mbe *http.MaxBytesError
+	var re *auth.RuleError
 	switch {
 	case errors.As(err, &ce):
 		return ce
@@ -105,6 +107,8 @@ func toCouch(err error) *couchError {
 		return badRequest(err.Error())
 	case errors.As(err, &mbe):
 		return errTooLarge
+	case errors.As(err, &re):
+		return newErr(403, "forbidden", re.Reason)
 	case errors.Is(err, context.DeadlineExceeded):
 		return newErr(500, "timeout", "The request could not be processed in a reasonable amount of time.")
 	case errors.Is(err, actors.ErrUnreachable):

@@ -116,7 +116,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.welcome = append(w, '\n')
 	g.auth = newAuthenticator(g)
 	if a := cfg.Admin; a != nil && cfg.AdminPassword != "" {
-		g.auth.remember(a.Name, cfg.AdminPassword, &User{Name: a.Name, Roles: []string{"_admin"}, Admin: true}, a.Salt)
+		g.auth.remember(a.Name, cfg.AdminPassword, a)
 	}
 	g.stats.start = time.Now()
 	return g, nil

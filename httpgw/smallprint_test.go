@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
@@ -23,6 +24,10 @@ type wireStep struct {
 	err, reason, inBody string            // "" : not checked
 	raw                 string            // the exact body, when set
 	rows                int               // rows in the answer, when > 0
+	as                  string            // "user:password" to send, "-" for none; "": the admin
+	keep                string            // keeps the answer's "rev" as {keep} for the steps after
+	lags                bool              // CouchDB may answer it late (an eventually consistent cache)
+	retry               time.Duration     // asks again until the status is right or this has passed
 	wantHdr             map[string]string // response headers ({db} substituted)
 }
 
@@ -80,16 +85,24 @@ func runOnCouchDB(t *testing.T, db string, steps []wireStep) {
 
 func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 	t.Helper()
+	kept := []string{"{db}", db}
 	for i, st := range steps {
+		subst := strings.NewReplacer(kept...)
 		var body io.Reader
 		if st.body != "" {
-			body = strings.NewReader(st.body)
+			body = strings.NewReader(subst.Replace(st.body))
 		}
-		req, err := http.NewRequest(st.method, base+strings.ReplaceAll(st.path, "{db}", db), body)
+		req, err := http.NewRequest(st.method, base+subst.Replace(st.path), body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.SetBasicAuth(user, pw)
+		switch {
+		case st.as == "":
+			req.SetBasicAuth(user, pw)
+		case st.as != "-":
+			u, p, _ := strings.Cut(st.as, ":")
+			req.SetBasicAuth(u, p)
+		}
 		req.Header.Set("Content-Type", "application/json")
 		for k, v := range st.hdr {
 			req.Header.Set(k, v)
@@ -100,7 +113,20 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		for until := time.Now().Add(st.retry); resp.StatusCode != st.status && time.Now().Before(until) && body == nil; {
+			time.Sleep(50 * time.Millisecond)
+			if resp, err = http.DefaultClient.Do(req); err != nil {
+				t.Fatal(err)
+			}
+			b, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
 		where := fmt.Sprintf("step %d: %s %s", i, st.method, st.path)
+		if st.keep != "" {
+			var r struct{ Rev string }
+			_ = json.Unmarshal(b, &r)
+			kept = append(kept, "{"+st.keep+"}", r.Rev)
+		}
 		if resp.StatusCode != st.status {
 			t.Fatalf("%s: status %d, want %d: %s", where, resp.StatusCode, st.status, clip(b))
 		}

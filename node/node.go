@@ -200,6 +200,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startCluster(ctx, cfg.Cluster, n.ln.Addr().String()); err != nil {
 		return fail(err)
 	}
+	if err := n.ensureUsersDesign(ctx); err != nil {
+		log.Warn("writing _users/_design/_auth", "err", err)
+	}
 	n.startReplicator()
 	n.startSmoosh()
 	adminPW := ""

@@ -166,7 +166,8 @@ func (n *Node) loadConfig() error {
 				cfg.LogLevel.Set(l)
 			}
 		}},
-		"chttpd/authentication_handlers": {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
+		"couchdb/users_db_security_editable": {check: boolean},
+		"chttpd/authentication_handlers":     {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
 		// read when the replicator starts
 		"replicator/max_jobs":           {check: posInt(1, math.MaxInt32)},
 		"replicator/max_churn":          {check: posInt(1, math.MaxInt32)},

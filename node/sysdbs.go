@@ -11,6 +11,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/settee/settee/auth"
+	"github.com/settee/settee/coordinator"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/storage"
 )
@@ -191,4 +193,30 @@ func (c *catalog) replace(cur, rec *pb.DbRecord) (bool, error) {
 	}
 	c.log.Info("database placement changed", "db", rec.Name, "n", rec.N, "copies", nodes)
 	return true, nil
+}
+
+// ensureUsersDesign writes _users/_design/_auth (the user doc rules) when
+// this node's copy lacks it, as CouchDB creates it with the database. The
+// rev is fixed, so every node writes the same one and none conflicts; a
+// design doc an admin has since edited or deleted is left as it is.
+func (n *Node) ensureUsersDesign(ctx context.Context) error {
+	body, rev := auth.UsersDesignDoc()
+	got, err := n.coord.GetDocR(ctx, "_users", &pb.GetDoc{Id: auth.UsersDesignID}, 1)
+	if err == nil && got.Info != nil {
+		return nil
+	}
+	if err != nil && !errors.Is(err, coordinator.ErrNotFound) {
+		if errors.Is(err, coordinator.ErrDBNotFound) {
+			return nil // deleted in a cluster: not ours to re-create
+		}
+		return err
+	}
+	out, err := n.coord.UpdateDocs(ctx, "_users", []*pb.DocUpdate{{Id: auth.UsersDesignID, Body: body, Rev: rev}}, false, 1)
+	if err != nil {
+		return err
+	}
+	if out[0].Err != nil {
+		return out[0].Err
+	}
+	return nil
 }

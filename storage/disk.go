@@ -53,6 +53,7 @@ type Disk struct {
 	sizeMu   sync.Mutex
 	sized    time.Time
 	lastSize int64
+	sizedEst int64 // the estimates when lastSize was measured
 
 	// gc runs one reclamation at a time; a request made while one runs
 	// is served by one more run after it (garbage made meanwhile).
@@ -235,15 +236,18 @@ func (d *Disk) SinceWrite() time.Duration {
 
 // Allocated returns the bytes allocated on disk under the data directory
 // (st_blocks, so sparse preallocated files count for what they hold),
-// measured at most once a second.
+// measured at most once a second unless the shards' estimates have grown
+// by a megabyte since: a measure from before a burst of writes would
+// scale every shard's sizes.file down to it (Share) for up to a second.
 func (d *Disk) Allocated() int64 {
 	d.sizeMu.Lock()
 	defer d.sizeMu.Unlock()
-	if time.Since(d.sized) < time.Second {
+	est := d.estimates.Load()
+	if time.Since(d.sized) < time.Second && est-d.sizedEst < 1<<20 {
 		return d.lastSize
 	}
 	d.lastSize = AllocatedBytes(d.dir)
-	d.sized = time.Now()
+	d.sized, d.sizedEst = time.Now(), est
 	return d.lastSize
 }
 
