@@ -37,6 +37,7 @@ fuzz:
 	go test ./docjson/ -run '^$$' -fuzz '^FuzzParseBulkDocs$$' -fuzztime $(FUZZTIME)
 	go test ./docjson/ -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME)
 	go test ./docjson/ -run '^$$' -fuzz '^FuzzWalker$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
+	go test ./auth/ -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME)
 	go test ./revtree/ -run '^$$' -fuzz '^FuzzParseRev$$' -fuzztime $(FUZZTIME)
 	go test ./shard/ -run '^$$' -fuzz '^FuzzDecodeInfo$$' -fuzztime $(FUZZTIME)
 	go test ./coordinator/ -run '^$$' -fuzz '^FuzzDecodeSeq$$' -fuzztime $(FUZZTIME)
