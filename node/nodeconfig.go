@@ -166,6 +166,11 @@ func (n *Node) loadConfig() error {
 				cfg.LogLevel.Set(l)
 			}
 		}},
+		// read by the gateway's CORS (httpgw/cors.go) at the next request;
+		// CouchDB has no start values for them, nor has settee
+		"chttpd/enable_cors": {check: boolean},
+		"cors/credentials":   {check: boolean},
+		"cors/max_age":       {check: posInt(0, math.MaxInt32)},
 		// read when the replicator starts
 		"replicator/max_jobs":           {check: posInt(1, math.MaxInt32)},
 		"replicator/max_churn":          {check: posInt(1, math.MaxInt32)},
