@@ -122,6 +122,7 @@ func (n *Node) loadConfig() error {
 	for k, v := range smoosh.Defaults {
 		st(smoosh.Section, k, v)
 	}
+	addrStartValues(cfg, st)
 
 	posInt := func(min, max int64) func(string) error {
 		return func(v string) error {
@@ -177,6 +178,7 @@ func (n *Node) loadConfig() error {
 		"replicator/interval":           {check: posInt(1, math.MaxInt32)},
 		"replicator/connection_timeout": {check: posInt(1, math.MaxInt32)},
 	}
+	maps.Copy(c.known, addrKeys(boolean, posInt(0, 65535)))
 
 	prefix := keyConfig("", "")[:5]
 	err := n.db.View(func(txn *badger.Txn) error {
@@ -390,6 +392,14 @@ func (n *Node) DeleteConfig(section, key string) (string, error) {
 		}
 	}
 	return old, nil
+}
+
+// setStart changes a start value the node learns only once it listens
+// (the port a port 0 picked).
+func (c *nodeConfig) setStart(section, key, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	setIn(c.start, section, key, v)
 }
 
 // ConfigGeneration changes whenever a _config write or delete has been
