@@ -38,18 +38,25 @@ func (s *stats) count(method string, status int) {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	// expose, for a CORS request from an accepted origin, is the headers
+	// listed in Access-Control-Expose-Headers beside the simple ones the
+	// response has when it is sent (cors.go)
+	expose []string
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if w.expose != nil {
+			exposeHeaders(w.Header(), w.expose)
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = 200
+		w.WriteHeader(200)
 	}
 	return w.ResponseWriter.Write(b)
 }

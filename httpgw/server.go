@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/settee/settee/auth"
@@ -79,6 +80,8 @@ type Gateway struct {
 	stats   stats
 	server  string
 	auth    *authenticator
+	// corsSnap is the CORS settings parsed from _config (cors.go)
+	corsSnap atomic.Pointer[corsSnapshot]
 }
 
 // New builds a gateway.
@@ -147,12 +150,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
 	h.Set("X-Couch-Request-ID", requestID(r))
+	rq = &req{w: w, r: r, ctx: r.Context()}
+	// a preflight is answered before authentication, as CouchDB does
+	if g.cors(rq, sr) {
+		return
+	}
 	// a client that can send only GET and POST (a browser form, a proxy)
 	// names the method it means; CouchDB honours it on POST alone
 	if m := r.Header.Get("X-HTTP-Method-Override"); m != "" && r.Method == http.MethodPost {
 		r.Method = m
 	}
-	rq = &req{w: w, r: r, ctx: r.Context(), q: r.URL.Query()}
+	rq.q = r.URL.Query()
 	if g.cfg.RequestTimeout > 0 && !longRequest(r) {
 		var cancel context.CancelFunc
 		rq.ctx, cancel = context.WithTimeout(rq.ctx, g.cfg.RequestTimeout)

@@ -43,6 +43,9 @@ type Config struct {
 	// it). NodeDownAfter must exceed HeartbeatInterval.
 	HeartbeatInterval time.Duration
 	NodeDownAfter     time.Duration
+	// TLS serves HTTPS beside HTTP, CouchDB's [ssl] (node/tls.go); its
+	// values are the start values of _config's ssl section.
+	TLS TLSConfig
 	// Cluster makes the node reachable by other nodes (issue 3).
 	Cluster ClusterConfig
 	// AdminPasswordOut receives the generated admin password, once
@@ -126,6 +129,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("node down-after must be positive, got %v", c.NodeDownAfter))
 	case c.NodeDownAfter <= c.HeartbeatInterval:
 		errs = append(errs, fmt.Errorf("node down-after (%v) must be longer than the heartbeat interval (%v): a member would be seen down between two heartbeats", c.NodeDownAfter, c.HeartbeatInterval))
+	}
+	if c.TLS.Addr != "" && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("an HTTPS address needs a certificate file and a key file"))
 	}
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)

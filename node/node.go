@@ -46,11 +46,15 @@ type Node struct {
 	coord *coordinator.Coordinator
 	srv   *http.Server
 	ln    net.Listener
-	uuid  string
-	cl    *cluster // nil on a single node
-	tasks *tasks.Registry
-	rep   *replicator.Scheduler
-	disk  *storage.Disk // store.Disk
+	// tlsSrv and tlsLn serve HTTPS beside HTTP when [ssl] enables it
+	// (tls.go); nil otherwise
+	tlsSrv *http.Server
+	tlsLn  net.Listener
+	uuid   string
+	cl     *cluster // nil on a single node
+	tasks  *tasks.Registry
+	rep    *replicator.Scheduler
+	disk   *storage.Disk // store.Disk
 	// smoosh compacts databases by itself (smoosh.go)
 	smoosh *smoosh.Daemon
 	// metrics is the node's Prometheus registry (/_node/_local/_prometheus)
@@ -117,7 +121,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, served: make(chan error, 1)}
+	// room for both servers' ends: neither's goroutine blocks on the send
+	n := &Node{cfg: cfg, log: log, served: make(chan error, 2)}
 	var err error
 	if n.store, err = storage.Open(storage.Options{DataDir: cfg.DataDir, MemoryMB: cfg.MemoryMB,
 		ValueLogFileMB: cfg.ValueLogFileMB, Logger: log}); err != nil {
@@ -129,6 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	fail := func(err error) (*Node, error) {
 		if n.ln != nil {
 			_ = n.ln.Close()
+		}
+		if n.tlsLn != nil {
+			_ = n.tlsLn.Close()
 		}
 		if n.cl != nil {
 			n.stopCluster()
@@ -168,6 +176,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.loadConfig(); err != nil {
 		return fail(err)
 	}
+	httpAddr := n.httpAddr()
+	// a bad certificate fails the start before anything listens
+	tlsAddr, tlsConf, err := n.tlsSetup(httpAddr)
+	if err != nil {
+		return fail(err)
+	}
 	admin, err := n.loadAdmin()
 	if err != nil {
 		return fail(err)
@@ -193,9 +207,18 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return fail(err)
 	}
 	// listen first: the cluster records this node's real HTTP address
-	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	n.ln, err = net.Listen("tcp", httpAddr)
 	if err != nil {
-		return fail(fmt.Errorf("node: listen %s: %w", cfg.HTTPAddr, err))
+		return fail(fmt.Errorf("node: listen %s: %w", httpAddr, err))
+	}
+	_, port := splitAddr(n.ln.Addr().String())
+	n.conf.setStart("chttpd", "port", port)
+	if tlsConf != nil {
+		if n.tlsLn, err = net.Listen("tcp", tlsAddr); err != nil {
+			return fail(fmt.Errorf("node: https: listen %s: %w", tlsAddr, err))
+		}
+		_, port := splitAddr(n.tlsLn.Addr().String())
+		n.conf.setStart("ssl", "port", port)
 	}
 	if err := n.startCluster(ctx, cfg.Cluster, n.ln.Addr().String()); err != nil {
 		return fail(err)
@@ -238,6 +261,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	n.serving.Go(func() { n.served <- n.srv.Serve(n.ln) })
+	if tlsConf != nil {
+		n.tlsSrv = &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		// the files are the reloader's (GetCertificate), none named here
+		n.serving.Go(func() { n.served <- n.tlsSrv.ServeTLS(n.tlsLn, "", "") })
+		log.Info("settee serves https", "https", n.tlsLn.Addr().String())
+	}
 	log.Info("settee started", "http", n.ln.Addr().String(), "data", cfg.DataDir, "node", cfg.Name)
 	return n, nil
 }
@@ -248,6 +278,14 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 // URL is the node's base URL, without credentials.
 func (n *Node) URL() string { return "http://" + n.Addr() }
 
+// TLSAddr is the HTTPS listen address; "" when HTTPS is off.
+func (n *Node) TLSAddr() string {
+	if n.tlsLn == nil {
+		return ""
+	}
+	return n.tlsLn.Addr().String()
+}
+
 // Done is closed with the serve error if the HTTP server stops by itself.
 func (n *Node) Done() <-chan error { return n.served }
 
@@ -256,8 +294,18 @@ func (n *Node) Done() <-chan error { return n.served }
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		// both listeners close at once, then both drain
+		var tlsErr error
+		var tlsDone sync.WaitGroup
+		if n.tlsSrv != nil {
+			tlsDone.Go(func() { tlsErr = n.tlsSrv.Shutdown(ctx) })
+		}
 		if err := n.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("node: http shutdown: %w", err))
+		}
+		tlsDone.Wait()
+		if tlsErr != nil {
+			errs = append(errs, fmt.Errorf("node: https shutdown: %w", tlsErr))
 		}
 		n.serving.Wait()
 		n.upd.close()

@@ -122,6 +122,7 @@ func (n *Node) loadConfig() error {
 	for k, v := range smoosh.Defaults {
 		st(smoosh.Section, k, v)
 	}
+	addrStartValues(cfg, st)
 
 	posInt := func(min, max int64) func(string) error {
 		return func(v string) error {
@@ -168,12 +169,18 @@ func (n *Node) loadConfig() error {
 		}},
 		"couchdb/users_db_security_editable": {check: boolean},
 		"chttpd/authentication_handlers":     {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
+		// read by the gateway's CORS (httpgw/cors.go) at the next request;
+		// CouchDB has no start values for them, nor has settee
+		"chttpd/enable_cors": {check: boolean},
+		"cors/credentials":   {check: boolean},
+		"cors/max_age":       {check: posInt(0, math.MaxInt32)},
 		// read when the replicator starts
 		"replicator/max_jobs":           {check: posInt(1, math.MaxInt32)},
 		"replicator/max_churn":          {check: posInt(1, math.MaxInt32)},
 		"replicator/interval":           {check: posInt(1, math.MaxInt32)},
 		"replicator/connection_timeout": {check: posInt(1, math.MaxInt32)},
 	}
+	maps.Copy(c.known, addrKeys(boolean, posInt(0, 65535)))
 
 	// the gateway reads the auth settings (from chttpd_auth, else from
 	// couch_httpd_auth, as CouchDB) after each write; they are checked here
@@ -403,6 +410,14 @@ func (n *Node) DeleteConfig(section, key string) (string, error) {
 		}
 	}
 	return old, nil
+}
+
+// setStart changes a start value the node learns only once it listens
+// (the port a port 0 picked).
+func (c *nodeConfig) setStart(section, key, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	setIn(c.start, section, key, v)
 }
 
 // ConfigGeneration changes whenever a _config write or delete has been
