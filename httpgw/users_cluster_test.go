@@ -21,6 +21,19 @@ import (
 func TestUsersClusterWide(t *testing.T) {
 	c := testcluster.New(t, 3)
 	c.Join()
+	// the system databases' copies spread to the new members
+	start := time.Now()
+	c.WaitFor(30*time.Second, func() error {
+		for i := range 3 {
+			var sh struct{ Shards map[string][]string }
+			_, b := c.Do(i, "GET", "/_users/_shards", "")
+			if err := json.Unmarshal(b, &sh); err != nil || len(sh.Shards["00000000-ffffffff"]) != 3 {
+				return fmt.Errorf("node %d: _users copies %s", i, b)
+			}
+		}
+		return nil
+	})
+	t.Logf("_users on every node after %v", time.Since(start))
 	for i := range 3 {
 		if st, b := c.Do(i, "PUT", "/_node/_local/_config/chttpd_auth/iterations", `"1000"`); st != 200 {
 			t.Fatalf("iterations on node %d: %d %s", i, st, b)
