@@ -209,10 +209,27 @@ func (a *authenticator) makeCookie(c *authConf, name, salt string, now time.Time
 	return base64.RawURLEncoding.EncodeToString([]byte(payload + ":" + mac(c, payload, salt)))
 }
 
-func mac(c *authConf, payload, salt string) string {
-	m := hmac.New(sha256.New, append(append([]byte{}, c.secret...), salt...))
+func mac(c *authConf, payload, salt string) string { return macWith(c.secret, payload, salt) }
+
+func macWith(secret []byte, payload, salt string) string {
+	m := hmac.New(sha256.New, append(append([]byte{}, secret...), salt...))
 	m.Write([]byte(payload))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// signedBy reports whether sum signs payload with the secret or with one
+// retired less than a session ago.
+func signedBy(c *authConf, payload, salt, sum string) bool {
+	if hmac.Equal([]byte(sum), []byte(macWith(c.secret, payload, salt))) {
+		return true
+	}
+	now := time.Now()
+	for _, r := range c.retired {
+		if now.Before(r.until) && hmac.Equal([]byte(sum), []byte(macWith(r.secret, payload, salt))) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
@@ -231,8 +248,9 @@ func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
 	if err != nil {
 		return nil
 	}
-	age := time.Since(time.Unix(t, 0))
-	if age > c.timeout {
+	// whole seconds, as CouchDB counts a session's time
+	age := time.Duration(time.Now().Unix()-t) * time.Second
+	if age >= c.timeout {
 		return nil
 	}
 	user, cred := a.account(rq, name, false)
@@ -243,7 +261,7 @@ func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
 			return nil
 		}
 	}
-	if !hmac.Equal([]byte(sum), []byte(mac(c, name+":"+ts, cred.Salt))) {
+	if !signedBy(c, name+":"+ts, cred.Salt, sum) {
 		return nil
 	}
 	if age > c.timeout/10 {

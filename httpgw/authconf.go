@@ -1,6 +1,7 @@
 package httpgw
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -24,10 +25,13 @@ type authConf struct {
 	secret       []byte
 	sameSite     string
 	cookieDomain string
-	iterations   int  // PBKDF2 iterations of a password hashed into _users
-	requireUser  bool // chttpd_auth/require_valid_user (the WWW-Authenticate rule)
-	jwt          *jwtConf
-	proxy        *proxyConf
+	iterations   int // PBKDF2 iterations of a password hashed into _users
+	// retired secrets still accept the cookies they signed until the
+	// session timeout after they were replaced, as CouchDB's do: a new
+	// secret (a rotation, set node by node) does not log everyone out
+	retired []retiredSecret
+	jwt     *jwtConf
+	proxy   *proxyConf
 }
 
 // authConfCache holds the parsed authConf; readers load it, and the first
@@ -45,8 +49,24 @@ func (a *authenticator) conf() *authConf {
 		return c
 	}
 	c := a.loadConf(gen)
+	if old := a.confs.p.Load(); old != nil {
+		now := time.Now()
+		for _, r := range old.retired {
+			if now.Before(r.until) && !bytes.Equal(r.secret, c.secret) {
+				c.retired = append(c.retired, r)
+			}
+		}
+		if !bytes.Equal(old.secret, c.secret) {
+			c.retired = append(c.retired, retiredSecret{old.secret, now.Add(old.timeout)})
+		}
+	}
 	a.confs.p.Store(c)
 	return c
+}
+
+type retiredSecret struct {
+	secret []byte
+	until  time.Time
 }
 
 func (a *authenticator) loadConf(gen uint64) *authConf {
@@ -85,9 +105,6 @@ func (a *authenticator) loadConf(gen uint64) *authConf {
 	}
 	c.sameSite, _ = get("same_site")
 	c.cookieDomain, _ = get("cookie_domain")
-	if v, ok := get("require_valid_user"); ok {
-		c.requireUser = v == "true"
-	}
 	c.jwt, c.proxy = loadJWTConf(s), loadProxyConf(s)
 	return c
 }
@@ -124,12 +141,9 @@ func (g *Gateway) unauthorized(rq *req, ce *couchError) bool {
 	if ce.code != "unauthorized" {
 		return false
 	}
-	required := g.auth.conf().requireUser
-	if s != nil {
-		all, _ := s.RequireValidUser()
-		required = required || all
-	}
-	if required {
+	// chttpd's require_valid_user, not chttpd_auth's (CouchDB 3.5 reads
+	// only the first here)
+	if s != nil && requiresUser(s) {
 		h.Set("WWW-Authenticate", `Basic realm="server"`)
 		return false
 	}
@@ -146,4 +160,9 @@ func (g *Gateway) unauthorized(rq *req, ce *couchError) bool {
 	b, _ := json.Marshal(map[string]string{"error": ce.code, "reason": ce.reason})
 	_ = g.writeJSON(rq, http.StatusFound, append(b, '\n'))
 	return true
+}
+
+func requiresUser(s Settings) bool {
+	all, exceptUp := s.RequireValidUser()
+	return all || exceptUp
 }
