@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/settee/settee/auth"
 	pb "github.com/settee/settee/proto"
@@ -201,6 +202,8 @@ type Settings interface {
 	// ConfigGeneration changes after every write or delete, so what the
 	// gateway parses from a section is parsed again only after a change.
 	ConfigGeneration() uint64
+	// RequestTimeout is settee/request_timeout as it is now (0: none).
+	RequestTimeout() time.Duration
 }
 
 var errAuthRequired = newErr(401, "unauthorized", "Authentication required.")

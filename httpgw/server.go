@@ -161,9 +161,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Method = m
 	}
 	rq.q = r.URL.Query()
-	if g.cfg.RequestTimeout > 0 && !longRequest(r) {
+	timeout := g.cfg.RequestTimeout
+	if g.cfg.Settings != nil {
+		timeout = g.cfg.Settings.RequestTimeout()
+	}
+	if timeout > 0 && !longRequest(r) {
 		var cancel context.CancelFunc
-		rq.ctx, cancel = context.WithTimeout(rq.ctx, g.cfg.RequestTimeout)
+		rq.ctx, cancel = context.WithTimeout(rq.ctx, timeout)
 		defer cancel()
 	}
 	defer func() {

@@ -93,7 +93,8 @@ func (n *Node) startCluster(ctx context.Context, cc ClusterConfig, httpAddr stri
 	self := &pb.Member{Name: n.cfg.Name, NodeAddr: addr, HttpAddr: httpAddr, JoinedUs: time.Now().UnixMicro()}
 	cl := &cluster{remote: r, addr: addr}
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
-	m, err := newMembership(self, n.db, n.log, &cl.snap, &cl.wg, n.cfg.HeartbeatInterval, n.cfg.NodeDownAfter)
+	hb, down := n.heartbeats()
+	m, err := newMembership(self, n.db, n.log, &cl.snap, &cl.wg, hb, down)
 	if err != nil {
 		cl.cancel()
 		r.Shutdown(false)
@@ -330,4 +331,18 @@ func (n *Node) Isolate(ctx context.Context, names ...string) error {
 	}
 	_, err := actors.Ask[removeResult](ctx, n.sys.Root, n.cl.membership, isolate{names: names})
 	return err
+}
+
+// heartbeats are settee/heartbeat_interval and node_down_after: the flags,
+// or the values written through _config, which count from the next start
+// when they still make sense together (down after more than a beat).
+func (n *Node) heartbeats() (time.Duration, time.Duration) {
+	hb, err1 := time.ParseDuration(n.conf.value(setteeSection, "heartbeat_interval"))
+	down, err2 := time.ParseDuration(n.conf.value(setteeSection, "node_down_after"))
+	if err1 != nil || err2 != nil || hb <= 0 || down <= hb {
+		n.log.Warn("config: settee/heartbeat_interval and node_down_after do not fit together, using the flags",
+			"heartbeat_interval", hb, "node_down_after", down)
+		return n.cfg.HeartbeatInterval, n.cfg.NodeDownAfter
+	}
+	return hb, down
 }

@@ -56,6 +56,26 @@ var blacklisted = map[string]bool{
 	"httpd_global_handlers": true, "native_query_servers": true, "os_daemons": true, "query_servers": true,
 }
 
+// setteeSection holds the serve flags CouchDB has no key for.
+const setteeSection = "settee"
+
+// fixed are the keys only their flag sets: the store they would be kept
+// in is opened by them (the data dir, the memory budget), or they are the
+// address other members know the node by.
+var fixed = map[string]string{
+	"couchdb/database_dir":  "--data-dir",
+	"settee/memory_mb":      "--memory-mb",
+	"settee/node_addr":      "--node-addr",
+	"settee/advertise_addr": "--advertise-addr",
+}
+
+func fixedKey(section, key string) error {
+	if flag, ok := fixed[section+"/"+key]; ok {
+		return fmt.Errorf("%w: %s/%s is set by the %s flag at start only", ErrConfigBadValue, section, key, flag)
+	}
+	return nil
+}
+
 // adminsSection is the server admins: name = password hash.
 const adminsSection = "admins"
 
@@ -81,6 +101,7 @@ type nodeConfig struct {
 	requireUser    atomic.Bool
 	requireNotUp   atomic.Bool
 	admins         atomic.Pointer[map[string]*auth.Credential]
+	requestTimeout atomic.Int64 // settee/request_timeout
 	// gen counts writes, so readers can cache what they parse from a
 	// section (the gateway's CORS, auth and JWT settings) and parse again
 	// only after a change
@@ -122,6 +143,14 @@ func (n *Node) loadConfig() error {
 	for k, v := range smoosh.Defaults {
 		st(smoosh.Section, k, v)
 	}
+	// the serve flags CouchDB has no key for, under settee's own section
+	st("couchdb", "database_dir", cfg.DataDir)
+	st(setteeSection, "memory_mb", strconv.Itoa(cfg.MemoryMB))
+	st(setteeSection, "request_timeout", cfg.RequestTimeout.String())
+	st(setteeSection, "heartbeat_interval", cmpOr(cfg.HeartbeatInterval, DefaultHeartbeatInterval).String())
+	st(setteeSection, "node_down_after", cmpOr(cfg.NodeDownAfter, DefaultNodeDownAfter).String())
+	st(setteeSection, "node_addr", cfg.Cluster.NodeAddr)
+	st(setteeSection, "advertise_addr", cfg.Cluster.AdvertiseAddr)
 	addrStartValues(cfg, st)
 
 	posInt := func(min, max int64) func(string) error {
@@ -136,6 +165,18 @@ func (n *Node) loadConfig() error {
 	boolean := func(v string) error {
 		if v != "true" && v != "false" {
 			return errors.New("want true or false")
+		}
+		return nil
+	}
+	duration := func(v string) error {
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			return errors.New("want a duration such as 60s or 1m30s")
+		}
+		return nil
+	}
+	positiveDuration := func(v string) error {
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return errors.New("want a positive duration such as 1s")
 		}
 		return nil
 	}
@@ -168,6 +209,13 @@ func (n *Node) loadConfig() error {
 			}
 		}},
 		"couchdb/users_db_security_editable": {check: boolean},
+		"settee/request_timeout": {duration, func(v string) {
+			d, _ := time.ParseDuration(v)
+			c.requestTimeout.Store(int64(d))
+		}},
+		// read when the cluster starts
+		"settee/heartbeat_interval": {check: positiveDuration},
+		"settee/node_down_after":    {check: positiveDuration},
 		"chttpd/authentication_handlers":     {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
 		// read by the gateway's CORS (httpgw/cors.go) at the next request;
 		// CouchDB has no start values for them, nor has settee
@@ -348,6 +396,9 @@ func (n *Node) SetConfig(section, key, value string) (string, error) {
 	if blacklisted[section] {
 		return "", ErrConfigForbidden
 	}
+	if err := fixedKey(section, key); err != nil {
+		return "", err
+	}
 	if section == adminsSection {
 		return n.setAdmin(key, value)
 	}
@@ -385,6 +436,9 @@ func (n *Node) DeleteConfig(section, key string) (string, error) {
 	defer n.conf.gen.Add(1)
 	if blacklisted[section] {
 		return "", ErrConfigForbidden
+	}
+	if err := fixedKey(section, key); err != nil {
+		return "", err
 	}
 	if section == adminsSection {
 		return n.deleteAdmin(key)
@@ -433,6 +487,9 @@ func (n *Node) ReloadConfig() error { return nil }
 func (n *Node) RequireValidUser() (all, exceptUp bool) {
 	return n.conf.requireUser.Load(), n.conf.requireNotUp.Load()
 }
+
+// RequestTimeout is settee/request_timeout (0: none).
+func (n *Node) RequestTimeout() time.Duration { return time.Duration(n.conf.requestTimeout.Load()) }
 
 // MaxDocumentSize is couchdb/max_document_size, in bytes.
 func (n *Node) MaxDocumentSize() int64 { return n.conf.maxDoc.Load() }
