@@ -230,6 +230,10 @@ func TestClusterSecurityReachesCopiesThatMissedIt(t *testing.T) {
 		}
 		return nil
 	})
+	// _users' security is CouchDB's fixed one unless this is on
+	if st, body := c.Do(0, "PUT", "/_node/_local/_config/couchdb/users_db_security_editable", `"true"`); st != 200 {
+		t.Fatalf("users_db_security_editable: %d %s", st, body)
+	}
 	if st, body := c.Do(0, "PUT", "/_users/_security", `{"admins":{"names":["ua"],"roles":[]},"members":{"names":[],"roles":[]}}`); st != 200 {
 		t.Fatalf("_users security: %d %s", st, body)
 	}
