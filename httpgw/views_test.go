@@ -21,8 +21,12 @@ import (
 // Issue 16: CouchDB views. viewSteps are requests and what Apache CouchDB
 // 3.5.2 (single node, q=2 n=1) answers them, asked 2026-12-01: the table
 // the implementation aims at. The answers were recorded, not written by
-// hand (SETTEE_VIEWS_RECORD=1 logs them), so where CouchDB is odd the
-// table is odd too; the comments say where.
+// hand: with SETTEE_VIEWS_RECORD=1 the runner logs each answer as
+// "REC <step> <status> <want is "TODO"> <compact body>" instead of
+// comparing, and a want is CouchDB's body as it came. Where CouchDB is
+// odd the table is odd too; the comments say where. The same table passes
+// against a 3-node CouchDB 3.5.2 cluster of q=4 n=3 through each node
+// (with runViewStepsLagging), as TestViewsCluster asks of settee.
 
 // viewStep is one request and CouchDB's answer to it. The steps of a
 // table run in order on one database, {db} in path and body.
