@@ -28,7 +28,7 @@ func TestViewsCluster(t *testing.T) {
 			t.Fatalf("create %s through node %d: %d %s", db, i, st, b)
 		}
 		t.Run(c.Name(i), func(t *testing.T) {
-			runViewStepsLagging(t, c.Nodes[i].URL, testserver.AdminUser, testserver.AdminPassword, db, viewSteps, 5*time.Second)
+			runViewStepsLagging(t, c.Nodes[i].URL, testserver.AdminUser, testserver.AdminPassword, db, couchSettles(viewSteps), 5*time.Second)
 		})
 	}
 	// the users are made once; a member's and a db admin's rights hold
