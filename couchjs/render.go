@@ -160,21 +160,30 @@ func (d *DDoc) ValidateDocUpdate(ctx context.Context, src string, newDoc, oldDoc
 }
 
 // validateAnswer reads what validate returned: 1, or the thrown value.
-// CouchDB knows {forbidden} and {unauthorized}; any other thrown value
-// fails the write with a 500 whose error and reason come from the value
-// (TestValidateCouchDB records what CouchDB answers).
+// CouchDB knows {forbidden: reason} (403) and {unauthorized: reason}
+// (401); ["error", code, reason] keeps its code; anything else thrown is
+// a 500 unknown_error whose reason is the string, or an object's first
+// member (TestCouchDBSideBySide/validate records these on CouchDB).
 func validateAnswer(v *vm, r goja.Value) error {
 	if n, ok := r.Export().(int64); ok && n == 1 {
 		return nil
 	}
-	if obj, ok := r.(*goja.Object); ok {
-		for _, code := range []string{"forbidden", "unauthorized"} {
-			if m := obj.Get(code); m != nil {
-				return &Error{Code: code, Reason: reasonString(v, m)}
-			}
+	obj, ok := r.(*goja.Object)
+	if !ok {
+		return &Error{Code: "unknown_error", Reason: reasonString(v, r)}
+	}
+	if obj.ClassName() == "Array" {
+		return v.thrown(r)
+	}
+	for _, code := range []string{"forbidden", "unauthorized"} {
+		if m := obj.Get(code); m != nil {
+			return &Error{Code: code, Reason: reasonString(v, m)}
 		}
 	}
-	return v.thrown(r)
+	if keys := obj.Keys(); len(keys) > 0 {
+		return &Error{Code: "unknown_error", Reason: reasonString(v, obj.Get(keys[0]))}
+	}
+	return &Error{Code: "unknown_error", Reason: reasonString(v, r)}
 }
 
 func reasonString(v *vm, m goja.Value) string {
@@ -298,6 +307,10 @@ func (d *DDoc) Update(ctx context.Context, src string, doc, req []byte) (newDoc 
 			return &Error{Code: "render_error", Reason: "undefined response from update function"}
 		}
 		resp, err = parseResponse([]byte(*pair[1]))
+		if err == nil && newDoc != nil && !hasCode([]byte(*pair[1])) {
+			// CouchDB's answer for an update that saves a doc.
+			resp.Code = 201
+		}
 		return err
 	})
 	return newDoc, resp, err
@@ -349,6 +362,9 @@ func (d *DDoc) ListStream(ctx context.Context, src string, head, req []byte, row
 						}
 						r.Body = nil
 					}
+				}
+				if !hasHeader(r.Headers, "Content-Type") {
+					r.Headers["Content-Type"] = "application/json"
 				}
 				if err := start(r); err != nil {
 					sendErr = err
@@ -404,7 +420,8 @@ func parseResponse(b []byte) (*Response, error) {
 	ctype := ""
 	switch {
 	case r.JSON != nil:
-		resp.Body = couchNumbers(r.JSON)
+		// CouchDB's encoder, then a newline, as CouchDB sends it.
+		resp.Body = append(couchNumbers(r.JSON), '\n')
 		ctype = "application/json"
 	case r.Base64 != nil:
 		dec, err := base64.StdEncoding.DecodeString(*r.Base64)
@@ -416,6 +433,9 @@ func parseResponse(b []byte) (*Response, error) {
 	case r.Body != nil:
 		resp.Body = []byte(*r.Body)
 		ctype = "text/html; charset=utf-8"
+	default:
+		// No body at all: CouchDB still labels it JSON.
+		ctype = "application/json"
 	}
 	if ctype != "" && !hasHeader(resp.Headers, "Content-Type") {
 		resp.Headers["Content-Type"] = ctype
@@ -430,4 +450,11 @@ func hasHeader(h map[string]string, name string) bool {
 		}
 	}
 	return false
+}
+
+func hasCode(resp []byte) bool {
+	var r struct {
+		Code *float64 `json:"code"`
+	}
+	return json.Unmarshal(resp, &r) == nil && r.Code != nil
 }
