@@ -60,3 +60,7 @@
 // elements). The encoding depends on the collation tables: an index built
 // with one version of x/text must be rebuilt when they change.
 package collate
+
+// TablesVersion names the collation tables the string order comes from
+// (what a view index's _info shows as its collator version).
+const TablesVersion = "x/text CLDR 23"

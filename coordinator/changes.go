@@ -34,6 +34,11 @@ type ChangesQuery struct {
 	// and is dropped when none does. The other leaves' bodies cost one
 	// request to the copy the row came from, for conflicted docs only.
 	AllLeaves bool
+	// DocFilter, when set, drops the rows (after Filter and Selector)
+	// whose winning revision it refuses: a design doc's JavaScript filter,
+	// or filter=_view. It gets the doc as the selector does (bodies come
+	// with the rows as for IncludeDocs).
+	DocFilter func(ctx context.Context, doc []byte) (bool, error)
 	// SeqInterval, when above 1, gives only every SeqInterval-th row
 	// emitted its Seq (the others ""): encoding a sequence for every row is
 	// most of a feed's cost to a replicator, which needs one per batch
@@ -106,7 +111,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		}
 	}
 	page := uint32(1000)
-	bodies := q.IncludeDocs || q.Selector != nil
+	bodies := q.IncludeDocs || q.Selector != nil || q.DocFilter != nil
 	curs := make([]*seqCursor, len(ranges))
 	for i := range ranges {
 		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: bodies, Limit: page}
@@ -180,6 +185,19 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		}
 		if q.Selector != nil {
 			ok, err := c.selectRow(ctx, curs[best].ref, row, q, cr)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				continue
+			}
+		}
+		if q.DocFilter != nil {
+			rb := &pb.RevBody{Rev: row.Info.Winner, Deleted: row.Info.Deleted, Json: row.Json, Atts: row.Atts}
+			if rb.Json == nil {
+				rb.Json = []byte("{}")
+			}
+			ok, err := q.DocFilter(ctx, couchdoc.Append(nil, row.Info.Id, row.Info, rb, &couchdoc.Options{Conflicts: true}))
 			if err != nil {
 				return "", err
 			}

@@ -16,6 +16,7 @@ type Coordinator struct {
 	root    *actor.RootContext
 	pl      Placement
 	reads   PointReads // nil: reads go to the copies' actors
+	views   ViewService
 	onWrite atomic.Pointer[func()]
 }
 

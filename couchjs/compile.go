@@ -97,7 +97,10 @@ func compileSource(src string) (*compiled, error) {
 			return nil, syntaxError(err, src)
 		}
 		if !returnsLast(fprog, len(factoryHead)+at) {
-			return nil, syntaxError(perr, src)
+			// statements after the function: their value is the
+			// source's, and it is not the function (CouchDB evaluates
+			// the source and checks what it gives)
+			return nil, &Error{Code: "compilation_error", Reason: "Expression does not eval to a function. (" + src + ")"}
 		}
 	} else if n := len(prog.Body); n > 0 {
 		if es, ok := prog.Body[n-1].(*ast.ExpressionStatement); ok {

@@ -58,6 +58,7 @@ func TestCompile(t *testing.T) {
 		{"function(doc) { emit(doc._id, }", "compilation_error", `(new Error("Line 1: Unexpected token }", "./share/server/main.js", 1)) (function(doc) { emit(doc._id, })`},
 		{"1+1", "compilation_error", "Expression does not eval to a function. (1+1)"},
 		{"function f(doc){emit(1,1)}", "compilation_error", "Expression does not eval to a function. (function f(doc){emit(1,1)})"},
+		{"function (doc) { emit(doc._id, 1); }; 1", "compilation_error", "Expression does not eval to a function. (function (doc) { emit(doc._id, 1); }; 1)"},
 		{"", "not_found", "missing function"},
 		{"function(doc){} function(x){}", "compilation_error", ""},
 		{"throw new Error('x'); function(doc){}", "compilation_error", `(new Error("x", "<unknown>", 1)) (throw new Error('x'); function(doc){})`},

@@ -59,11 +59,6 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		if err := checkDocID(id); err != nil {
 			return err
 		}
-		if isDesign(id) {
-			if err := g.requireDBAdmin(rq, db); err != nil {
-				return err
-			}
-		}
 		ids[i], parsed[i] = id, d
 	}
 	if bd.AllOrNothing {
@@ -82,6 +77,32 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			} else {
 				parsed[i] = nd
 			}
+		}
+	}
+	var designErr error // whether the writer may write design docs, asked once
+	designChecked := false
+	for i, d := range parsed {
+		if refused[i] != nil {
+			continue
+		}
+		var err error
+		if isDesign(ids[i]) && !designChecked {
+			designErr, designChecked = g.requireDBAdmin(rq, db), true
+		}
+		if isDesign(ids[i]) && designErr != nil {
+			// a design doc from a member fails alone, as CouchDB
+			err = designErr
+		} else if isDesign(ids[i]) {
+			g.vdus.forget(db)
+			if !d.Deleted {
+				err = g.checkDesign(ids[i], d.Body)
+			}
+		} else {
+			err = g.validateWrite(rq, db, ids[i], d, newEdits)
+		}
+		if err != nil {
+			ce := toCouch(err)
+			refused[i] = &pb.Error{Code: ce.code, Reason: ce.reason}
 		}
 	}
 	// _local docs in the batch are stored as local docs (no rev tree, rev

@@ -36,6 +36,9 @@ type changesReq struct {
 	design bool
 	// selector: filter=_selector.
 	selector *mango.Selector
+	// jsFilter is filter=ddoc/name's source; viewFilter filter=_view's
+	// map function (the design doc is read when the feed starts)
+	jsFilter, viewFilter []string // ddoc id, name
 	// body is the POST body a filter was read from (it picks the rows as
 	// much as the query does, so it goes into the ETag).
 	body        []byte
@@ -146,12 +149,15 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	case "_design":
 		c.design = true
 	case "_view":
-		// CouchDB asks for the view before it looks for it; settee has
-		// no views
-		if rq.q.Get("view") == "" {
+		v := rq.q.Get("view")
+		if v == "" {
 			return nil, badRequest("`view` filter parameter is not provided.")
 		}
-		return nil, badRequest(`filter "_view" is not supported yet`)
+		parts := strings.FieldsFunc(v, isSlash)
+		if len(parts) != 2 {
+			return nil, badRequest("`view` must be of the form `designname/viewname`")
+		}
+		c.viewFilter = parts
 	default:
 		// CouchDB's answers for the names it refuses before it looks for
 		// a design doc (couch_changes:configure_filter); settee has no
@@ -159,10 +165,11 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 		if strings.HasPrefix(f, "_") {
 			return nil, badRequest("unknown builtin filter name")
 		}
-		if len(strings.FieldsFunc(f, isSlash)) != 2 {
+		parts := strings.FieldsFunc(f, isSlash)
+		if len(parts) != 2 {
 			return nil, badRequest("`filter` must be of the form `designname/filtername`")
 		}
-		return nil, badRequest("filter " + strconv.Quote(f) + " is not supported yet")
+		c.jsFilter = parts
 	}
 	return c, nil
 }
@@ -244,6 +251,11 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		q.Filter = func(i *pb.FullDocInfo) bool { return ids[i.Id] }
 	case c.design:
 		q.Filter = func(i *pb.FullDocInfo) bool { return strings.HasPrefix(i.Id, "_design/") }
+	}
+	if c.jsFilter != nil || c.viewFilter != nil {
+		if q.DocFilter, err = g.changesDocFilter(rq, db, c); err != nil {
+			return err
+		}
 	}
 	// validate since before the status line goes out
 	if _, err := g.c.Changes(rq.ctx, db, coordinator.ChangesQuery{Since: since, Limit: 0}, func(*coordinator.ChangeRow) error { return nil }); err != nil {

@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/views"
 )
 
 var dbNameRE = regexp.MustCompile(`^[a-z][a-z0-9_$()+/-]*$`)
@@ -90,6 +92,9 @@ func (g *Gateway) routeDB(rq *req) error {
 		if len(rest) == 0 {
 			return errMissing
 		}
+		if len(rest) >= 2 && designPath(rest[1]) {
+			return g.handleDesignPath(rq, db, "_design/"+rest[0], rest[1:])
+		}
 		return g.handleDocOrAtt(rq, db, "_design/"+rest[0], rest[1:])
 	}
 	if strings.HasPrefix(second, "_design/") || strings.HasPrefix(second, "_local/") {
@@ -107,6 +112,9 @@ func (g *Gateway) routeDB(rq *req) error {
 		}
 		if strings.HasPrefix(second, "_local/") {
 			return g.handleLocal(rq, db, second)
+		}
+		if len(rest) > 0 && designPath(rest[0]) {
+			return g.handleDesignPath(rq, db, second, rest)
 		}
 		return g.handleDocOrAtt(rq, db, second, rest)
 	}
@@ -360,11 +368,37 @@ func (g *Gateway) handleViewCleanup(rq *req, db string) error {
 	if rq.r.Method != http.MethodPost {
 		return methodNotAllowed("POST")
 	}
-	if err := requireJSON(rq); err != nil {
+	// CouchDB 3.5 takes any Content-Type here
+	if err := g.requireMaintainer(rq, db); err != nil {
 		return err
 	}
-	if err := g.requireDBAdmin(rq, db); err != nil {
+	// the signatures of the design docs there are now; every other index
+	// of every copy goes
+	var keep [][16]byte
+	q := coordinator.RangeQuery{StartKey: "_design/", EndKey: "_design0", HasStart: true, HasEnd: true, IncludeDocs: true, Limit: -1}
+	err := g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
+		if row.Json == nil || row.Info == nil || row.Info.Deleted {
+			return nil
+		}
+		if def, err := views.ParseDesign(row.Info.Id, row.Json); err == nil && len(def.Views) > 0 {
+			keep = append(keep, def.Sig)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := g.c.ViewCleanup(rq.ctx, db, keep); err != nil {
 		return err
 	}
 	return g.writeJSON(rq, 202, okBody)
+}
+
+// designPath names what a design doc serves under it (not an attachment).
+func designPath(s string) bool {
+	switch s {
+	case "_view", "_info", "_show", "_list", "_update":
+		return true
+	}
+	return false
 }

@@ -281,6 +281,15 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 			return err
 		}
 	}
+	if isDesign(id) && !d.Deleted {
+		if err := g.checkDesign(id, d.Body); err != nil {
+			return err
+		}
+		defer g.vdus.forget(db)
+	}
+	if err := g.validateWrite(rq, db, id, d, newEdits); err != nil {
+		return err
+	}
 	u, err := docUpdateMP(0, id, d, newEdits, mp)
 	if err != nil {
 		return err
@@ -387,13 +396,17 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 }
 
 func (g *Gateway) deleteDoc(rq *req, db, id string) error {
-	if isDesign(id) {
-		if err := g.requireDBAdmin(rq, db); err != nil {
-			return err
-		}
-	}
 	d := &docjson.Doc{Deleted: true, Body: []byte("{}")}
 	err := revFromRequest(rq, d)
+	if isDesign(id) {
+		if aerr := g.requireDBAdmin(rq, db); aerr != nil {
+			// CouchDB finds a stale rev before it asks who deletes
+			if r, gerr := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id}); gerr == nil && r.Info != nil && !r.Info.Deleted && r.Info.Winner != d.Rev {
+				return errConflict
+			}
+			return aerr
+		}
+	}
 	if err == nil && !d.HasRev {
 		err = errConflict
 	}

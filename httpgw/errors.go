@@ -9,11 +9,14 @@ import (
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/mango"
 	"github.com/settee/settee/node"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/reduce"
 	"github.com/settee/settee/smoosh"
+	"github.com/settee/settee/views"
 )
 
 // couchError is an error with its CouchDB wire form.
@@ -80,6 +83,9 @@ func toCouch(err error) *couchError {
 	var me *mango.Error
 	var mbe *http.MaxBytesError
 	var re *auth.RuleError
+	var de *views.DesignError
+	var je *couchjs.Error
+	var rde *reduce.Error
 	switch {
 	case errors.As(err, &ce):
 		return ce
@@ -109,6 +115,12 @@ func toCouch(err error) *couchError {
 		return errTooLarge
 	case errors.As(err, &re):
 		return newErr(403, "forbidden", re.Reason)
+	case errors.As(err, &de):
+		return newErr(jsStatus(de.Code), de.Code, de.Reason)
+	case errors.As(err, &rde):
+		return newErr(500, rde.Name, rde.Reason)
+	case errors.As(err, &je):
+		return newErr(jsStatus(je.Code), je.Code, je.Reason)
 	case errors.Is(err, context.DeadlineExceeded):
 		return newErr(500, "timeout", "The request could not be processed in a reasonable amount of time.")
 	case errors.Is(err, actors.ErrUnreachable):
@@ -142,4 +154,19 @@ func toCouch(err error) *couchError {
 // the node's own words.
 func nodeErr(err error, status int, code, reason string) *couchError {
 	return newErr(status, code, reason+": "+err.Error())
+}
+
+// jsStatus is the status of a JavaScript function's error, by its name.
+func jsStatus(code string) int {
+	switch code {
+	case "forbidden":
+		return 403
+	case "unauthorized":
+		return 401
+	case "compilation_error", "bad_request", "invalid_design_doc":
+		return 400
+	case "not_found":
+		return 404
+	}
+	return 500
 }

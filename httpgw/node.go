@@ -31,6 +31,7 @@ func ForNode(s node.Services) (http.Handler, error) {
 		Logger:          s.Logger,
 		Replicator:      s.Replicator,
 		Metrics:         s.Metrics,
+		JS:              s.JS,
 	}
 	return New(cfg)
 }

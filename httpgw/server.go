@@ -19,6 +19,7 @@ import (
 
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/tasks"
 )
 
@@ -68,6 +69,8 @@ type Config struct {
 	Metrics Metrics
 	// DBUpdates serves /_db_updates (nil: 404).
 	DBUpdates DBUpdates
+	// JS runs design-doc functions (JavaScript reduces of views).
+	JS *couchjs.Pool
 }
 
 // Gateway is the CouchDB HTTP API of one node.
@@ -82,6 +85,7 @@ type Gateway struct {
 	auth    *authenticator
 	// corsSnap is the CORS settings parsed from _config (cors.go)
 	corsSnap atomic.Pointer[corsSnapshot]
+	vdus     vduCache // validate_doc_update functions by database (validate.go)
 }
 
 // New builds a gateway.

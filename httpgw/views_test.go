@@ -1113,7 +1113,7 @@ func couchSettles(steps []viewStep) []viewStep {
 }
 
 func TestViews(t *testing.T) {
-	t.Skip("issue 16: views are being built; this table is CouchDB 3.5.2's answers")
+
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/views", nil, nil)
 	runViewSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "views", viewSteps)

@@ -19,6 +19,7 @@ import (
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
+	"github.com/settee/settee/views"
 )
 
 // Node-level keys live under handle 0, which no shard gets.
@@ -49,6 +50,8 @@ type catalog struct {
 	sys  *actor.ActorSystem
 	node string
 	log  *slog.Logger
+	// beforeDrop runs before a copy's keys are dropped (its view indexers stop)
+	beforeDrop func(handle uint32)
 	// disk, tasks and obs are handed to every shard (compaction,
 	// sizes.file, metrics)
 	disk  *storage.Disk
@@ -191,6 +194,16 @@ func (c *catalog) ReadPID(ref *pb.ShardRef) *actor.PID {
 		}
 	}
 	return actor.NewPID(pid.Address, shard.ReaderID(pid.Id))
+}
+
+// LocalCopy implements views.Copies: this node's copy and its reader.
+func (c *catalog) LocalCopy(ref *pb.ShardRef) (uint32, views.Changes, bool) {
+	lr := c.LocalReader(ref)
+	r, ok := lr.(*shard.Reader)
+	if !ok || r == nil {
+		return 0, nil, false
+	}
+	return ref.Handle, r, true
 }
 
 // LocalReader implements coordinator.PointReads.
@@ -454,6 +467,9 @@ func (c *catalog) switchTo(rec *pb.DbRecord, drop []uint32, fresh []*pb.ShardRef
 }
 
 func (c *catalog) dropHandle(h uint32) error {
+	if c.beforeDrop != nil {
+		c.beforeDrop(h) // the copy's view indexers stop writing first
+	}
 	if err := storage.DropPrefix(c.db, shard.Prefix(h)); err != nil {
 		return fmt.Errorf("node: drop shard %d: %w", h, err)
 	}

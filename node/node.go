@@ -19,12 +19,14 @@ import (
 
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/metrics"
 	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
 	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
+	"github.com/settee/settee/views"
 )
 
 // Version is settee's version, stamped at build time.
@@ -44,6 +46,8 @@ type Node struct {
 	cat   *catalog
 	upd   *dbUpdates // the /_db_updates events (dbupdates.go)
 	coord *coordinator.Coordinator
+	js    *couchjs.Pool
+	views *views.Service
 	srv   *http.Server
 	ln    net.Listener
 	// tlsSrv and tlsLn serve HTTPS beside HTTP when [ssl] enables it
@@ -96,6 +100,8 @@ type Services struct {
 	MaxRequestSize  int64
 	RequestTimeout  time.Duration
 	Logger          *slog.Logger
+	// JS runs design-doc functions (reduce, validate_doc_update, …).
+	JS *couchjs.Pool
 }
 
 // Replications is the replicator as /_replicate and /_scheduler reach it.
@@ -203,6 +209,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
+	n.js = couchjs.New(couchjs.Config{Timeout: 5 * time.Second, Logger: log})
+	n.views = views.New(views.Config{DB: n.db, JS: n.js, Copies: n.cat, Logger: log, Go: n.reads.Go})
+	if err := n.views.Register(n.sys); err != nil {
+		return fail(err)
+	}
+	n.cat.beforeDrop = n.views.StopCopy
+	n.coord.SetViews(n.views)
 	if err := n.ensureSystemDBs(ctx, cfg.Cluster.NodeAddr != ""); err != nil {
 		return fail(err)
 	}
@@ -254,6 +267,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		MaxRequestSize:  cfg.MaxRequestSize,
 		RequestTimeout:  cfg.RequestTimeout,
 		Logger:          log,
+		JS:              n.js,
 	})
 	if err != nil {
 		return fail(err)
@@ -312,6 +326,8 @@ func (n *Node) Close(ctx context.Context) error {
 		n.stopCluster()
 		n.rep.Close()
 		n.smoosh.Stop()
+		n.views.Close()
+		n.js.Close()
 		n.cat.stopAll()
 		n.sys.Shutdown()
 		n.reads.Close()

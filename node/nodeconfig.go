@@ -214,9 +214,9 @@ func (n *Node) loadConfig() error {
 			c.requestTimeout.Store(int64(d))
 		}},
 		// read when the cluster starts
-		"settee/heartbeat_interval": {check: positiveDuration},
-		"settee/node_down_after":    {check: positiveDuration},
-		"chttpd/authentication_handlers":     {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
+		"settee/heartbeat_interval":      {check: positiveDuration},
+		"settee/node_down_after":         {check: positiveDuration},
+		"chttpd/authentication_handlers": {check: func(v string) error { _, err := auth.ParseHandlers(v); return err }},
 		// read by the gateway's CORS (httpgw/cors.go) at the next request;
 		// CouchDB has no start values for them, nor has settee
 		"chttpd/enable_cors": {check: boolean},

@@ -3460,6 +3460,399 @@ func (x *RepBatchDone) GetError() *Error {
 	return nil
 }
 
+// ViewQuery asks the node that holds a copy for a page of one view's rows
+// (or groups, with reduce). The design doc travels with it: the copy may be
+// on a node that has no copy of the range holding the design doc.
+type ViewQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         *ShardRef              `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	DdocId        string                 `protobuf:"bytes,2,opt,name=ddoc_id,json=ddocId,proto3" json:"ddoc_id,omitempty"`
+	Ddoc          []byte                 `protobuf:"bytes,3,opt,name=ddoc,proto3" json:"ddoc,omitempty"` // the design doc's JSON
+	View          string                 `protobuf:"bytes,4,opt,name=view,proto3" json:"view,omitempty"`
+	Start         []byte                 `protobuf:"bytes,5,opt,name=start,proto3" json:"start,omitempty"`            // collated bounds (views.Bounds); start inclusive
+	End           []byte                 `protobuf:"bytes,6,opt,name=end,proto3" json:"end,omitempty"`                // end exclusive; empty: to the end
+	Descending    bool                   `protobuf:"varint,7,opt,name=descending,proto3" json:"descending,omitempty"` // from end down to start
+	Limit         uint32                 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`           // rows or groups per page (0: the default page)
+	Reduce        bool                   `protobuf:"varint,9,opt,name=reduce,proto3" json:"reduce,omitempty"`
+	GroupLevel    int32                  `protobuf:"varint,10,opt,name=group_level,json=groupLevel,proto3" json:"group_level,omitempty"` // with reduce: -1 exact keys, 0 one group, N array prefixes
+	Update        string                 `protobuf:"bytes,11,opt,name=update,proto3" json:"update,omitempty"`                            // "true" (wait for the index to reach the copy's seq), "false", "lazy"
+	Total         bool                   `protobuf:"varint,12,opt,name=total,proto3" json:"total,omitempty"`                             // count total_rows and the offset of start
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewQuery) Reset() {
+	*x = ViewQuery{}
+	mi := &file_settee_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewQuery) ProtoMessage() {}
+
+func (x *ViewQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewQuery.ProtoReflect.Descriptor instead.
+func (*ViewQuery) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ViewQuery) GetShard() *ShardRef {
+	if x != nil {
+		return x.Shard
+	}
+	return nil
+}
+
+func (x *ViewQuery) GetDdocId() string {
+	if x != nil {
+		return x.DdocId
+	}
+	return ""
+}
+
+func (x *ViewQuery) GetDdoc() []byte {
+	if x != nil {
+		return x.Ddoc
+	}
+	return nil
+}
+
+func (x *ViewQuery) GetView() string {
+	if x != nil {
+		return x.View
+	}
+	return ""
+}
+
+func (x *ViewQuery) GetStart() []byte {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *ViewQuery) GetEnd() []byte {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *ViewQuery) GetDescending() bool {
+	if x != nil {
+		return x.Descending
+	}
+	return false
+}
+
+func (x *ViewQuery) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ViewQuery) GetReduce() bool {
+	if x != nil {
+		return x.Reduce
+	}
+	return false
+}
+
+func (x *ViewQuery) GetGroupLevel() int32 {
+	if x != nil {
+		return x.GroupLevel
+	}
+	return 0
+}
+
+func (x *ViewQuery) GetUpdate() string {
+	if x != nil {
+		return x.Update
+	}
+	return ""
+}
+
+func (x *ViewQuery) GetTotal() bool {
+	if x != nil {
+		return x.Total
+	}
+	return false
+}
+
+type ViewRow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`     // JSON
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`       // empty for a group
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"` // JSON (a group's reduction, intermediate)
+	Sort          []byte                 `protobuf:"bytes,4,opt,name=sort,proto3" json:"sort,omitempty"`   // the collated [key, id] (or group key): the merge order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewRow) Reset() {
+	*x = ViewRow{}
+	mi := &file_settee_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewRow) ProtoMessage() {}
+
+func (x *ViewRow) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewRow.ProtoReflect.Descriptor instead.
+func (*ViewRow) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ViewRow) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ViewRow) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ViewRow) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ViewRow) GetSort() []byte {
+	if x != nil {
+		return x.Sort
+	}
+	return nil
+}
+
+type ViewReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          []*ViewRow             `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Next          []byte                 `protobuf:"bytes,3,opt,name=next,proto3" json:"next,omitempty"` // the bound to continue from (start, or end when descending)
+	TotalRows     uint64                 `protobuf:"varint,4,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
+	Offset        uint64                 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`                        // rows before start (after end when descending)
+	UpdateSeq     uint64                 `protobuf:"varint,6,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"` // the index's seq this page was read at
+	Error         *Error                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewReply) Reset() {
+	*x = ViewReply{}
+	mi := &file_settee_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewReply) ProtoMessage() {}
+
+func (x *ViewReply) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewReply.ProtoReflect.Descriptor instead.
+func (*ViewReply) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ViewReply) GetRows() []*ViewRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *ViewReply) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *ViewReply) GetNext() []byte {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+func (x *ViewReply) GetTotalRows() uint64 {
+	if x != nil {
+		return x.TotalRows
+	}
+	return 0
+}
+
+func (x *ViewReply) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ViewReply) GetUpdateSeq() uint64 {
+	if x != nil {
+		return x.UpdateSeq
+	}
+	return 0
+}
+
+func (x *ViewReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ViewCleanup drops a copy's view indexes whose signatures are not kept
+// (POST /db/_view_cleanup).
+type ViewCleanup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         *ShardRef              `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Keep          [][]byte               `protobuf:"bytes,2,rep,name=keep,proto3" json:"keep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewCleanup) Reset() {
+	*x = ViewCleanup{}
+	mi := &file_settee_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewCleanup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewCleanup) ProtoMessage() {}
+
+func (x *ViewCleanup) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewCleanup.ProtoReflect.Descriptor instead.
+func (*ViewCleanup) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ViewCleanup) GetShard() *ShardRef {
+	if x != nil {
+		return x.Shard
+	}
+	return nil
+}
+
+func (x *ViewCleanup) GetKeep() [][]byte {
+	if x != nil {
+		return x.Keep
+	}
+	return nil
+}
+
+type ViewCleanupReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewCleanupReply) Reset() {
+	*x = ViewCleanupReply{}
+	mi := &file_settee_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewCleanupReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewCleanupReply) ProtoMessage() {}
+
+func (x *ViewCleanupReply) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewCleanupReply.ProtoReflect.Descriptor instead.
+func (*ViewCleanupReply) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ViewCleanupReply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_settee_proto protoreflect.FileDescriptor
 
 const file_settee_proto_rawDesc = "" +
@@ -3731,7 +4124,44 @@ const file_settee_proto_rawDesc = "" +
 	"\fRepBatchDone\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\x04R\aordinal\x12&\n" +
 	"\x05stats\x18\x02 \x01(\v2\x10.settee.RepStatsR\x05stats\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\xb9\x02\n" +
+	"\tViewQuery\x12&\n" +
+	"\x05shard\x18\x01 \x01(\v2\x10.settee.ShardRefR\x05shard\x12\x17\n" +
+	"\addoc_id\x18\x02 \x01(\tR\x06ddocId\x12\x12\n" +
+	"\x04ddoc\x18\x03 \x01(\fR\x04ddoc\x12\x12\n" +
+	"\x04view\x18\x04 \x01(\tR\x04view\x12\x14\n" +
+	"\x05start\x18\x05 \x01(\fR\x05start\x12\x10\n" +
+	"\x03end\x18\x06 \x01(\fR\x03end\x12\x1e\n" +
+	"\n" +
+	"descending\x18\a \x01(\bR\n" +
+	"descending\x12\x14\n" +
+	"\x05limit\x18\b \x01(\rR\x05limit\x12\x16\n" +
+	"\x06reduce\x18\t \x01(\bR\x06reduce\x12\x1f\n" +
+	"\vgroup_level\x18\n" +
+	" \x01(\x05R\n" +
+	"groupLevel\x12\x16\n" +
+	"\x06update\x18\v \x01(\tR\x06update\x12\x14\n" +
+	"\x05total\x18\f \x01(\bR\x05total\"U\n" +
+	"\aViewRow\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x12\n" +
+	"\x04sort\x18\x04 \x01(\fR\x04sort\"\xd3\x01\n" +
+	"\tViewReply\x12#\n" +
+	"\x04rows\x18\x01 \x03(\v2\x0f.settee.ViewRowR\x04rows\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\x12\x12\n" +
+	"\x04next\x18\x03 \x01(\fR\x04next\x12\x1d\n" +
+	"\n" +
+	"total_rows\x18\x04 \x01(\x04R\ttotalRows\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x04R\x06offset\x12\x1d\n" +
+	"\n" +
+	"update_seq\x18\x06 \x01(\x04R\tupdateSeq\x12#\n" +
+	"\x05error\x18\a \x01(\v2\r.settee.ErrorR\x05error\"I\n" +
+	"\vViewCleanup\x12&\n" +
+	"\x05shard\x18\x01 \x01(\v2\x10.settee.ShardRefR\x05shard\x12\x12\n" +
+	"\x04keep\x18\x02 \x03(\fR\x04keep\"7\n" +
+	"\x10ViewCleanupReply\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
 
 var (
 	file_settee_proto_rawDescOnce sync.Once
@@ -3745,60 +4175,65 @@ func file_settee_proto_rawDescGZIP() []byte {
 	return file_settee_proto_rawDescData
 }
 
-var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_settee_proto_goTypes = []any{
-	(*RevNode)(nil),        // 0: settee.RevNode
-	(*FullDocInfo)(nil),    // 1: settee.FullDocInfo
-	(*AttMeta)(nil),        // 2: settee.AttMeta
-	(*BodyRecord)(nil),     // 3: settee.BodyRecord
-	(*LocalDoc)(nil),       // 4: settee.LocalDoc
-	(*ShardMeta)(nil),      // 5: settee.ShardMeta
-	(*ShardRef)(nil),       // 6: settee.ShardRef
-	(*DbRecord)(nil),       // 7: settee.DbRecord
-	(*Error)(nil),          // 8: settee.Error
-	(*Revisions)(nil),      // 9: settee.Revisions
-	(*Att)(nil),            // 10: settee.Att
-	(*DocUpdate)(nil),      // 11: settee.DocUpdate
-	(*UpdateDocs)(nil),     // 12: settee.UpdateDocs
-	(*DocResult)(nil),      // 13: settee.DocResult
-	(*UpdateResult)(nil),   // 14: settee.UpdateResult
-	(*Flush)(nil),          // 15: settee.Flush
-	(*FlushReply)(nil),     // 16: settee.FlushReply
-	(*GetDoc)(nil),         // 17: settee.GetDoc
-	(*RevBody)(nil),        // 18: settee.RevBody
-	(*DocReply)(nil),       // 19: settee.DocReply
-	(*GetDocs)(nil),        // 20: settee.GetDocs
-	(*DocsReply)(nil),      // 21: settee.DocsReply
-	(*GetDocInfos)(nil),    // 22: settee.GetDocInfos
-	(*DocInfosReply)(nil),  // 23: settee.DocInfosReply
-	(*GetAtt)(nil),         // 24: settee.GetAtt
-	(*AttReply)(nil),       // 25: settee.AttReply
-	(*ReadRange)(nil),      // 26: settee.ReadRange
-	(*Row)(nil),            // 27: settee.Row
-	(*RangeReply)(nil),     // 28: settee.RangeReply
-	(*ReadChanges)(nil),    // 29: settee.ReadChanges
-	(*ChangesReply)(nil),   // 30: settee.ChangesReply
-	(*WaitChange)(nil),     // 31: settee.WaitChange
-	(*ChangeNotice)(nil),   // 32: settee.ChangeNotice
-	(*GetShardInfo)(nil),   // 33: settee.GetShardInfo
-	(*ShardInfo)(nil),      // 34: settee.ShardInfo
-	(*PutLocal)(nil),       // 35: settee.PutLocal
-	(*LocalReply)(nil),     // 36: settee.LocalReply
-	(*GetLocal)(nil),       // 37: settee.GetLocal
-	(*SetMeta)(nil),        // 38: settee.SetMeta
-	(*MetaReply)(nil),      // 39: settee.MetaReply
-	(*CountRange)(nil),     // 40: settee.CountRange
-	(*CountChanges)(nil),   // 41: settee.CountChanges
-	(*Count)(nil),          // 42: settee.Count
-	(*RepChange)(nil),      // 43: settee.RepChange
-	(*RepChangesPage)(nil), // 44: settee.RepChangesPage
-	(*RepAck)(nil),         // 45: settee.RepAck
-	(*RepChangeBatch)(nil), // 46: settee.RepChangeBatch
-	(*RepDoc)(nil),         // 47: settee.RepDoc
-	(*RepFlush)(nil),       // 48: settee.RepFlush
-	(*RepFlushReply)(nil),  // 49: settee.RepFlushReply
-	(*RepStats)(nil),       // 50: settee.RepStats
-	(*RepBatchDone)(nil),   // 51: settee.RepBatchDone
+	(*RevNode)(nil),          // 0: settee.RevNode
+	(*FullDocInfo)(nil),      // 1: settee.FullDocInfo
+	(*AttMeta)(nil),          // 2: settee.AttMeta
+	(*BodyRecord)(nil),       // 3: settee.BodyRecord
+	(*LocalDoc)(nil),         // 4: settee.LocalDoc
+	(*ShardMeta)(nil),        // 5: settee.ShardMeta
+	(*ShardRef)(nil),         // 6: settee.ShardRef
+	(*DbRecord)(nil),         // 7: settee.DbRecord
+	(*Error)(nil),            // 8: settee.Error
+	(*Revisions)(nil),        // 9: settee.Revisions
+	(*Att)(nil),              // 10: settee.Att
+	(*DocUpdate)(nil),        // 11: settee.DocUpdate
+	(*UpdateDocs)(nil),       // 12: settee.UpdateDocs
+	(*DocResult)(nil),        // 13: settee.DocResult
+	(*UpdateResult)(nil),     // 14: settee.UpdateResult
+	(*Flush)(nil),            // 15: settee.Flush
+	(*FlushReply)(nil),       // 16: settee.FlushReply
+	(*GetDoc)(nil),           // 17: settee.GetDoc
+	(*RevBody)(nil),          // 18: settee.RevBody
+	(*DocReply)(nil),         // 19: settee.DocReply
+	(*GetDocs)(nil),          // 20: settee.GetDocs
+	(*DocsReply)(nil),        // 21: settee.DocsReply
+	(*GetDocInfos)(nil),      // 22: settee.GetDocInfos
+	(*DocInfosReply)(nil),    // 23: settee.DocInfosReply
+	(*GetAtt)(nil),           // 24: settee.GetAtt
+	(*AttReply)(nil),         // 25: settee.AttReply
+	(*ReadRange)(nil),        // 26: settee.ReadRange
+	(*Row)(nil),              // 27: settee.Row
+	(*RangeReply)(nil),       // 28: settee.RangeReply
+	(*ReadChanges)(nil),      // 29: settee.ReadChanges
+	(*ChangesReply)(nil),     // 30: settee.ChangesReply
+	(*WaitChange)(nil),       // 31: settee.WaitChange
+	(*ChangeNotice)(nil),     // 32: settee.ChangeNotice
+	(*GetShardInfo)(nil),     // 33: settee.GetShardInfo
+	(*ShardInfo)(nil),        // 34: settee.ShardInfo
+	(*PutLocal)(nil),         // 35: settee.PutLocal
+	(*LocalReply)(nil),       // 36: settee.LocalReply
+	(*GetLocal)(nil),         // 37: settee.GetLocal
+	(*SetMeta)(nil),          // 38: settee.SetMeta
+	(*MetaReply)(nil),        // 39: settee.MetaReply
+	(*CountRange)(nil),       // 40: settee.CountRange
+	(*CountChanges)(nil),     // 41: settee.CountChanges
+	(*Count)(nil),            // 42: settee.Count
+	(*RepChange)(nil),        // 43: settee.RepChange
+	(*RepChangesPage)(nil),   // 44: settee.RepChangesPage
+	(*RepAck)(nil),           // 45: settee.RepAck
+	(*RepChangeBatch)(nil),   // 46: settee.RepChangeBatch
+	(*RepDoc)(nil),           // 47: settee.RepDoc
+	(*RepFlush)(nil),         // 48: settee.RepFlush
+	(*RepFlushReply)(nil),    // 49: settee.RepFlushReply
+	(*RepStats)(nil),         // 50: settee.RepStats
+	(*RepBatchDone)(nil),     // 51: settee.RepBatchDone
+	(*ViewQuery)(nil),        // 52: settee.ViewQuery
+	(*ViewRow)(nil),          // 53: settee.ViewRow
+	(*ViewReply)(nil),        // 54: settee.ViewReply
+	(*ViewCleanup)(nil),      // 55: settee.ViewCleanup
+	(*ViewCleanupReply)(nil), // 56: settee.ViewCleanupReply
 }
 var file_settee_proto_depIdxs = []int32{
 	0,  // 0: settee.FullDocInfo.nodes:type_name -> settee.RevNode
@@ -3840,11 +4275,16 @@ var file_settee_proto_depIdxs = []int32{
 	8,  // 36: settee.RepFlushReply.error:type_name -> settee.Error
 	50, // 37: settee.RepBatchDone.stats:type_name -> settee.RepStats
 	8,  // 38: settee.RepBatchDone.error:type_name -> settee.Error
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	6,  // 39: settee.ViewQuery.shard:type_name -> settee.ShardRef
+	53, // 40: settee.ViewReply.rows:type_name -> settee.ViewRow
+	8,  // 41: settee.ViewReply.error:type_name -> settee.Error
+	6,  // 42: settee.ViewCleanup.shard:type_name -> settee.ShardRef
+	8,  // 43: settee.ViewCleanupReply.error:type_name -> settee.Error
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_settee_proto_init() }
@@ -3858,7 +4298,7 @@ func file_settee_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_settee_proto_rawDesc), len(file_settee_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   52,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -41,6 +41,13 @@ func (r *Reader) ReadDocInfos(ids []string) *pb.DocInfosReply {
 	return r.st.readDocInfos(ids)
 }
 
+// ReadChanges answers a page of the by-seq index from the copy's latest
+// committed state, on the caller's goroutine: a view index of this node
+// is built from it (package views) without a message to the shard.
+func (r *Reader) ReadChanges(m *pb.ReadChanges) *pb.ChangesReply {
+	return r.st.readChanges(m)
+}
+
 // SendUserMessage implements actor.Process: a GetDoc or GetDocInfos is
 // read on the pool and answered to its sender; anything else is a dead
 // letter (the actor takes every other message).

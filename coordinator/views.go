@@ -1,0 +1,329 @@
+package coordinator
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/settee/settee/actors"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/views"
+)
+
+// ViewService answers view pages of this node's copies (views.Service);
+// other nodes' are asked through their views process.
+type ViewService interface {
+	Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply
+	CleanupMsg(m *pb.ViewCleanup) *pb.ViewCleanupReply
+}
+
+// ViewCleanup drops, on every copy of db, the view indexes whose
+// signatures are not in keep.
+func (c *Coordinator) ViewCleanup(ctx context.Context, db string, keep [][16]byte) error {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return err
+	}
+	m := &pb.ViewCleanup{}
+	for _, k := range keep {
+		m.Keep = append(m.Keep, append([]byte(nil), k[:]...))
+	}
+	var errs []error
+	for _, r := range ranges {
+		for _, ref := range r.Copies {
+			if ref.Node != c.pl.Self() && !c.pl.Alive(ref.Node) {
+				continue // a node down cleans up at the next cleanup
+			}
+			q := &pb.ViewCleanup{Shard: ref, Keep: m.Keep}
+			var reply *pb.ViewCleanupReply
+			if ref.Node == c.pl.Self() && c.views != nil {
+				reply = c.views.CleanupMsg(q)
+			} else {
+				pid := actor.NewPID(c.pl.PID(ref).Address, views.ProcessName)
+				if reply, err = actors.Ask[*pb.ViewCleanupReply](ctx, c.root, pid, q); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
+			if reply.Error != nil {
+				errs = append(errs, reply.Error)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetViews gives the coordinator this node's view service.
+func (c *Coordinator) SetViews(v ViewService) { c.views = v }
+
+// ViewArgs is a view query, its bounds collated (views.Bounds).
+type ViewArgs struct {
+	DDocID     string
+	DDoc       []byte
+	View       string
+	Start, End []byte
+	Descending bool
+	Reduce     bool
+	GroupLevel int
+	Update     string
+	// Reducer rereduces the ranges' reductions (with Reduce).
+	Reducer *views.Reducer
+	// PageRows is how many rows to ask each copy for at once (0: its page).
+	PageRows int
+}
+
+// ViewMeta is what the answer says before its rows.
+type ViewMeta struct {
+	TotalRows, Offset uint64
+	// UpdateSeq is the seqs the ranges' indexes were read at, in the
+	// database's opaque seq form.
+	UpdateSeq string
+	// SeqSum adds the ranges' seqs (what _info shows as a number).
+	SeqSum uint64
+}
+
+// ErrViewNotFound is a view the design doc does not define.
+var ErrViewNotFound = errors.New("coordinator: missing_named_view")
+
+// View streams a view's rows (or groups) in collation order across the
+// database's ranges: one copy of each range is asked (this node's first,
+// another when it fails, as CouchDB reads views with r=1), a page at a
+// time, and the pages are merged as they come (k-way), never collected.
+// Groups of several ranges with the same key are rereduced into one; with
+// Reduce and no grouping, the one row is every range's reduction
+// rereduced. meta is called once, before the first row.
+func (c *Coordinator) View(ctx context.Context, db string, a ViewArgs, meta func(ViewMeta) error, emit func(*pb.ViewRow) error) error {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return err
+	}
+	cursors := make([]*viewCursor, len(ranges))
+	for i, r := range ranges {
+		cursors[i] = &viewCursor{c: c, r: r, a: &a, skip: map[string]bool{}}
+	}
+	// every range's first page: total_rows and offset are their sums
+	errs := make(chan error, len(cursors))
+	for _, vc := range cursors {
+		go func() { errs <- vc.fetch(ctx, true) }()
+	}
+	var first error
+	for range cursors {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	var m ViewMeta
+	pos := make([]Pos, len(cursors))
+	for i, vc := range cursors {
+		m.TotalRows += vc.total
+		m.Offset += vc.offset
+		pos[i] = Pos{Node: vc.node, Seq: vc.seq}
+		m.SeqSum += vc.seq
+	}
+	m.UpdateSeq = EncodeSeq(ranges, pos)
+	if err := meta(m); err != nil {
+		return err
+	}
+	h := &viewHeap{desc: a.Descending}
+	for _, vc := range cursors {
+		if vc.valid() {
+			h.items = append(h.items, vc)
+		}
+	}
+	heap.Init(h)
+	if a.Reduce && a.GroupLevel == 0 {
+		// one group: every range's reduction, rereduced
+		var reds [][]byte
+		for h.Len() > 0 {
+			vc := heap.Pop(h).(*viewCursor)
+			reds = append(reds, vc.row().Value)
+			if err := vc.advance(ctx); err != nil {
+				return err
+			}
+			if vc.valid() {
+				heap.Push(h, vc)
+			}
+		}
+		if len(reds) == 0 {
+			return nil
+		}
+		out, err := c.rereduce(ctx, &a, reds)
+		if err != nil {
+			return err
+		}
+		if out, err = a.Reducer.Final(out); err != nil {
+			return err
+		}
+		return emit(&pb.ViewRow{Key: []byte("null"), Value: out})
+	}
+	var group *pb.ViewRow
+	var reds [][]byte
+	flushGroup := func() error {
+		if group == nil {
+			return nil
+		}
+		out := reds[0]
+		if len(reds) > 1 {
+			var err error
+			if out, err = c.rereduce(ctx, &a, reds); err != nil {
+				return err
+			}
+		}
+		g := group
+		group, reds = nil, nil
+		out, err := a.Reducer.Final(out)
+		if err != nil {
+			return err
+		}
+		return emit(&pb.ViewRow{Key: g.Key, Value: out})
+	}
+	for h.Len() > 0 {
+		vc := h.items[0]
+		row := vc.row()
+		if a.Reduce {
+			if group != nil && !bytes.Equal(group.Sort, row.Sort) {
+				if err := flushGroup(); err != nil {
+					return err
+				}
+			}
+			if group == nil {
+				group = row
+			}
+			reds = append(reds, row.Value)
+		} else if err := emit(row); err != nil {
+			return err
+		}
+		if err := vc.advance(ctx); err != nil {
+			return err
+		}
+		if vc.valid() {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+	}
+	return flushGroup()
+}
+
+func (c *Coordinator) rereduce(ctx context.Context, a *ViewArgs, reds [][]byte) ([]byte, error) {
+	if a.Reducer == nil {
+		return nil, errors.New("coordinator: a reduce query without a reducer")
+	}
+	return a.Reducer.Rereduce(ctx, reds)
+}
+
+// viewCursor reads one range's pages from one copy.
+type viewCursor struct {
+	c      *Coordinator
+	r      Range
+	a      *ViewArgs
+	ref    *pb.ShardRef
+	skip   map[string]bool // nodes that failed
+	rows   []*pb.ViewRow
+	i      int
+	more   bool
+	next   []byte
+	total  uint64
+	offset uint64
+	seq    uint64
+	node   string // the copy the first page came from
+}
+
+func (vc *viewCursor) valid() bool      { return vc.i < len(vc.rows) }
+func (vc *viewCursor) row() *pb.ViewRow { return vc.rows[vc.i] }
+func (vc *viewCursor) advance(ctx context.Context) error {
+	vc.i++
+	if vc.i < len(vc.rows) || !vc.more {
+		return nil
+	}
+	return vc.fetch(ctx, false)
+}
+
+// fetch reads the next page (the first with first), moving to another
+// copy when one fails.
+func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
+	q := &pb.ViewQuery{DdocId: vc.a.DDocID, Ddoc: vc.a.DDoc, View: vc.a.View, Start: vc.a.Start, End: vc.a.End,
+		Descending: vc.a.Descending, Reduce: vc.a.Reduce, GroupLevel: int32(vc.a.GroupLevel), Update: vc.a.Update,
+		Total: first, Limit: uint32(vc.a.PageRows)}
+	if !first {
+		if vc.a.Descending {
+			q.End = vc.next
+		} else {
+			q.Start = vc.next
+		}
+		q.Update = "false" // later pages read what the first waited for
+	}
+	for {
+		if vc.ref == nil {
+			if vc.ref = vc.c.otherCopy(vc.r, vc.skip); vc.ref == nil {
+				return fmt.Errorf("coordinator: view: no live copy of range %08x: %w", vc.r.Begin, actors.ErrUnreachable)
+			}
+		}
+		q.Shard = vc.ref
+		reply, err := vc.c.askView(ctx, q)
+		if err == nil && reply.Error != nil {
+			if reply.Error.Code == "not_found" && reply.Error.Reason == "missing_named_view" {
+				return ErrViewNotFound
+			}
+			err = reply.Error
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// another copy, if the range has one
+			vc.skip[vc.ref.Node] = true
+			vc.ref = nil
+			if vc.c.otherCopy(vc.r, vc.skip) == nil {
+				return fmt.Errorf("coordinator: view: %w", err)
+			}
+			continue
+		}
+		vc.rows, vc.i, vc.more, vc.next = reply.Rows, 0, reply.More, reply.Next
+		if first {
+			vc.total, vc.offset, vc.seq, vc.node = reply.TotalRows, reply.Offset, reply.UpdateSeq, vc.ref.Node
+		}
+		if len(vc.rows) == 0 && vc.more {
+			continue
+		}
+		return nil
+	}
+}
+
+func (c *Coordinator) askView(ctx context.Context, q *pb.ViewQuery) (*pb.ViewReply, error) {
+	if q.Shard.Node == c.pl.Self() && c.views != nil {
+		return c.views.Query(ctx, q), nil
+	}
+	pid := actor.NewPID(c.pl.PID(q.Shard).Address, views.ProcessName)
+	return actors.Ask[*pb.ViewReply](ctx, c.root, pid, q)
+}
+
+// viewHeap orders cursors by their current row's collated sort key.
+type viewHeap struct {
+	items []*viewCursor
+	desc  bool
+}
+
+func (h *viewHeap) Len() int { return len(h.items) }
+func (h *viewHeap) Less(i, j int) bool {
+	c := bytes.Compare(h.items[i].row().Sort, h.items[j].row().Sort)
+	if h.desc {
+		return c > 0
+	}
+	return c < 0
+}
+func (h *viewHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *viewHeap) Push(x any)    { h.items = append(h.items, x.(*viewCursor)) }
+func (h *viewHeap) Pop() any {
+	n := len(h.items)
+	x := h.items[n-1]
+	h.items = h.items[:n-1]
+	return x
+}

@@ -1,0 +1,272 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/couchjs"
+	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/storage"
+)
+
+// Changes is where an index reads its copy's documents: the copy's by-seq
+// index, a page at a time (shard.Reader).
+type Changes interface {
+	ReadChanges(m *pb.ReadChanges) *pb.ChangesReply
+}
+
+// checkpoint is how far an index is built, and its row counts, written in
+// the same transaction as the rows it counts: a crash resumes from the
+// last one with no row lost or doubled.
+type checkpoint struct {
+	Seq    uint64   `json:"seq"`
+	Counts []uint64 `json:"counts"` // rows per view
+	DDoc   string   `json:"ddoc"`
+	// Views names the views the counts are of, so that an index found on
+	// disk is known for what it holds (view cleanup, _info).
+	Views []string `json:"views"`
+}
+
+// index is one design-doc signature's index of one shard copy: what the
+// indexer builds and what queries read. Its methods run on the indexer's
+// goroutine (build) or any reader's (reads, on badger snapshots).
+type index struct {
+	db      *badger.DB
+	ks      keyspace
+	def     *Def
+	maps    *couchjs.MapSet
+	changes Changes
+	log     *slog.Logger
+}
+
+// loadCheckpoint reads where the index is (zero for a new one).
+func (x *index) loadCheckpoint() (checkpoint, error) {
+	cp := checkpoint{Counts: make([]uint64, len(x.def.Views)), DDoc: x.def.ID}
+	for _, v := range x.def.Views {
+		cp.Views = append(cp.Views, v.Name)
+	}
+	err := x.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(x.ks.checkpoint())
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error { return json.Unmarshal(v, &cp) })
+	})
+	if len(cp.Counts) != len(x.def.Views) {
+		cp.Counts = make([]uint64, len(x.def.Views))
+	}
+	return cp, err
+}
+
+// batchBytes bounds one build transaction: what a user write that meets
+// it in badger's write queue waits for.
+const (
+	batchDocs  = 500
+	batchBytes = 1 << 20
+)
+
+// step builds one batch from cp and answers the new checkpoint and
+// whether the by-seq index has more after it.
+func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, error) {
+	reply := x.changes.ReadChanges(&pb.ReadChanges{Since: cp.Seq, Limit: batchDocs, IncludeDocs: true, MaxBytes: batchBytes})
+	if reply.Error != nil {
+		return cp, false, fmt.Errorf("views: read changes: %s", reply.Error.Reason)
+	}
+	if len(reply.Rows) == 0 {
+		return cp, false, nil
+	}
+	// the docs the map functions see: live ones, design docs only when
+	// the ddoc asks (options.include_design), with _conflicts
+	type docAt struct {
+		id  string
+		row int // in docs, -1: removed
+	}
+	var docs [][]byte
+	todo := make([]docAt, 0, len(reply.Rows))
+	last := cp.Seq
+	for _, r := range reply.Rows {
+		info := r.Info
+		if info.Seq > last {
+			last = info.Seq
+		}
+		at := docAt{id: info.Id, row: -1}
+		if !info.Deleted && (!strings.HasPrefix(info.Id, "_design/") || x.def.IncludeDesign()) {
+			doc := couchdoc.Append(nil, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: r.Json, Atts: r.Atts},
+				&couchdoc.Options{Conflicts: true, LocalSeq: x.def.LocalSeq()})
+			at.row = len(docs)
+			docs = append(docs, doc)
+		}
+		todo = append(todo, at)
+	}
+	var emits [][][]couchjs.Emit
+	if len(docs) > 0 {
+		var err error
+		if emits, err = x.maps.MapDocs(ctx, docs); err != nil {
+			return cp, false, fmt.Errorf("views: map: %w", err)
+		}
+	}
+	next := cp
+	next.Counts = append([]uint64(nil), cp.Counts...)
+	next.Seq = last
+	err := storage.Update(x.db, func(txn *badger.Txn) error {
+		for _, d := range todo {
+			dk := x.ks.doc(d.id)
+			// the doc's old rows go
+			item, err := txn.Get(dk)
+			switch {
+			case err == nil:
+				err = item.Value(func(v []byte) error {
+					for _, br := range decodeBack(v) {
+						k := append(x.ks.viewPrefix(br.view), br.suffix...)
+						if err := txn.Delete(k); err != nil {
+							return err
+						}
+						if br.view < len(next.Counts) && next.Counts[br.view] > 0 {
+							next.Counts[br.view]--
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			case !errors.Is(err, badger.ErrKeyNotFound):
+				return err
+			}
+			var back []backRow
+			if d.row >= 0 && d.row < len(emits) {
+				for v, es := range emits[d.row] {
+					if v >= len(x.def.Views) {
+						break
+					}
+					for n, e := range es {
+						suffix, err := rowSuffix(e.Key, d.id, n)
+						if err != nil {
+							x.log.Warn("view: emit with a key that does not encode, skipped", "ddoc", x.def.ID, "view", x.def.Views[v].Name, "doc", d.id, "err", err)
+							continue
+						}
+						k := append(x.ks.viewPrefix(v), suffix...)
+						if err := txn.Set(k, rowValue(e.Key, d.id, e.Value)); err != nil {
+							return err
+						}
+						back = append(back, backRow{view: v, suffix: suffix})
+						next.Counts[v]++
+					}
+				}
+			}
+			if len(back) == 0 {
+				if err := txn.Delete(dk); err != nil {
+					return err
+				}
+			} else if err := txn.Set(dk, encodeBack(back)); err != nil {
+				return err
+			}
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return err
+		}
+		return txn.Set(x.ks.checkpoint(), b)
+	})
+	if err != nil {
+		return cp, false, fmt.Errorf("views: write: %w", err)
+	}
+	return next, reply.More, nil
+}
+
+// Row is one row of a view read from one copy.
+type Row struct {
+	Key   []byte // JSON
+	ID    string
+	Value []byte // JSON
+	sort  []byte // its key after the view prefix
+}
+
+// rangeRows reads view v's rows in [start, end) (end empty: to the end),
+// ascending or descending, calling f for each until it returns false.
+func (x *index) rangeRows(txn *badger.Txn, v int, start, end []byte, descending bool, f func(Row) bool) error {
+	prefix := x.ks.viewPrefix(v)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.Reverse = descending
+	opts.PrefetchSize = 100
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	lo := append(append([]byte{}, prefix...), start...)
+	var hi []byte
+	if len(end) > 0 {
+		hi = append(append([]byte{}, prefix...), end...)
+	}
+	if descending {
+		seek := hi
+		if seek == nil {
+			seek = append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff)
+		}
+		it.Seek(seek)
+		// the reverse seek lands on the last key <= seek: hi is exclusive
+		if it.Valid() && hi != nil && bytes.Equal(it.Item().Key(), hi) {
+			it.Next()
+		}
+	} else {
+		it.Seek(lo)
+	}
+	for ; it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if descending {
+			if bytes.Compare(k, lo) < 0 {
+				return nil
+			}
+		} else if hi != nil && bytes.Compare(k, hi) >= 0 {
+			return nil
+		}
+		var row Row
+		err := it.Item().Value(func(val []byte) error {
+			key, id, value, ok := splitRowValue(val)
+			if !ok {
+				return fmt.Errorf("views: bad row record")
+			}
+			row.Key = append([]byte(nil), key...)
+			row.Value = append([]byte(nil), value...)
+			row.ID = id
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		row.sort = append([]byte(nil), k[len(prefix):]...)
+		if !f(row) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// countRows counts view v's rows in [start, end), keys only.
+func (x *index) countRows(txn *badger.Txn, v int, start, end []byte) uint64 {
+	prefix := x.ks.viewPrefix(v)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	hi := append(append([]byte{}, prefix...), end...)
+	var n uint64
+	for it.Seek(append(append([]byte{}, prefix...), start...)); it.Valid(); it.Next() {
+		if len(end) > 0 && bytes.Compare(it.Item().Key(), hi) >= 0 {
+			break
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,143 @@
+package views
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+var errStopped = errors.New("views: indexer stopped")
+
+// indexer builds one index on a goroutine of its own: the shard actor
+// never waits for it, and it is the only writer of the index's keys.
+// Queries ask it to catch up (build) and read the index themselves, on
+// badger snapshots, between its commits.
+type indexer struct {
+	x    *index
+	reqs chan chan error // a build request; nil: do not answer (update=lazy)
+	quit chan struct{}
+	done chan struct{}
+
+	mu sync.Mutex
+	cp checkpoint // as committed
+}
+
+func startIndexer(x *index, wg *sync.WaitGroup) (*indexer, error) {
+	cp, err := x.loadCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	ix := &indexer{x: x, reqs: make(chan chan error, 64), quit: make(chan struct{}), done: make(chan struct{}), cp: cp}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ix.done)
+		ix.run()
+	}()
+	return ix, nil
+}
+
+func (ix *indexer) stop() {
+	select {
+	case <-ix.quit:
+	default:
+		close(ix.quit)
+	}
+}
+
+func (ix *indexer) checkpoint() checkpoint {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.cp
+}
+
+// catchUp returns once the index holds every change the copy had when it
+// was called (or ctx ends: the build goes on for the next query).
+func (ix *indexer) catchUp(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case ix.reqs <- reply:
+	case <-ix.quit:
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ix.done:
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// kick starts a build without waiting for it (update=lazy).
+func (ix *indexer) kick() {
+	select {
+	case ix.reqs <- nil:
+	default: // a build is asked for already
+	}
+}
+
+func (ix *indexer) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-ix.quit
+		cancel()
+	}()
+	for {
+		var waiting []chan error
+		select {
+		case r := <-ix.reqs:
+			waiting = append(waiting, r)
+		case <-ix.quit:
+			return
+		}
+		// every request queued now is answered by this pass, which reads
+		// the by-seq index from after they were made
+	drain:
+		for {
+			select {
+			case r := <-ix.reqs:
+				waiting = append(waiting, r)
+			default:
+				break drain
+			}
+		}
+		err := ix.build(ctx)
+		for _, w := range waiting {
+			if w != nil {
+				w <- err
+			}
+		}
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+	}
+}
+
+// build runs batches until the by-seq index has no more.
+func (ix *indexer) build(ctx context.Context) error {
+	cp := ix.checkpoint()
+	for {
+		next, more, err := ix.x.step(ctx, cp)
+		if err != nil {
+			ix.x.log.Error("view index build failed", "err", err)
+			return err
+		}
+		ix.mu.Lock()
+		ix.cp = next
+		ix.mu.Unlock()
+		cp = next
+		if !more {
+			return nil
+		}
+		select {
+		case <-ix.quit:
+			return context.Canceled
+		default:
+		}
+	}
+}

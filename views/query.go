@@ -1,0 +1,221 @@
+package views
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/collate"
+	pb "github.com/settee/settee/proto"
+)
+
+// Page sizes of one copy's answer: the coordinator asks for the next.
+const (
+	pageRows  = 1000
+	pageBytes = 1 << 20
+)
+
+func queryErr(code, reason string) *pb.ViewReply {
+	return &pb.ViewReply{Error: &pb.Error{Code: code, Reason: reason}}
+}
+
+// Query answers one page of a view of one of this node's copies.
+func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
+	def, err := ParseDesign(q.DdocId, q.Ddoc)
+	if err != nil {
+		return queryErr("bad_request", err.Error())
+	}
+	v, ok := def.View(q.View)
+	if !ok {
+		return queryErr("not_found", "missing_named_view")
+	}
+	handle, changes, ok := s.cfg.Copies.LocalCopy(q.Shard)
+	if !ok {
+		return queryErr("not_found", "no such shard copy here")
+	}
+	ix, err := s.indexerFor(handle, changes, def)
+	if err != nil {
+		return queryErr("internal_error", err.Error())
+	}
+	switch q.Update {
+	case "false":
+	case "lazy":
+		ix.kick()
+	default:
+		if err := ix.catchUp(ctx); err != nil {
+			return queryErr("internal_error", err.Error())
+		}
+	}
+	cp := ix.checkpoint()
+	reply := &pb.ViewReply{UpdateSeq: cp.Seq}
+	if v < len(cp.Counts) {
+		reply.TotalRows = cp.Counts[v]
+	}
+	limit := int(q.Limit)
+	if limit <= 0 || limit > pageRows {
+		limit = pageRows
+	}
+	err = s.cfg.DB.View(func(txn *badger.Txn) error {
+		if q.Total {
+			if q.Descending {
+				// rows after the range's top: CouchDB counts the offset
+				// from the end when descending
+				if len(q.End) > 0 {
+					reply.Offset = ix.x.countRows(txn, v, q.End, nil)
+				}
+			} else if len(q.Start) > 0 {
+				reply.Offset = ix.x.countRows(txn, v, nil, q.Start)
+			}
+		}
+		if q.Reduce {
+			return s.reducePage(ctx, ix.x, txn, v, q, limit, reply)
+		}
+		size := 0
+		return ix.x.rangeRows(txn, v, q.Start, q.End, q.Descending, func(r Row) bool {
+			if len(reply.Rows) >= limit || size >= pageBytes {
+				reply.More = true
+				reply.Next = continueFrom(r.sort, q.Descending)
+				return false
+			}
+			size += len(r.Key) + len(r.Value) + len(r.ID) + 16
+			reply.Rows = append(reply.Rows, &pb.ViewRow{Key: r.Key, Id: r.ID, Value: r.Value, Sort: r.sort})
+			return true
+		})
+	})
+	if err != nil {
+		return queryErr("internal_error", err.Error())
+	}
+	return reply
+}
+
+// continueFrom is the bound the next page starts from at row sort: start
+// (inclusive) ascending; end (exclusive) descending, which is the row
+// itself, read next time.
+func continueFrom(sort []byte, descending bool) []byte {
+	out := append([]byte(nil), sort...)
+	if descending {
+		// just above the row: no other row's key has it as a prefix (the
+		// emit number is a prefix-free uvarint)
+		out = append(out, 0)
+	}
+	return out
+}
+
+// GroupKey is a row's group at a level: the key itself for -1 (exact) and
+// for keys that are not arrays, null for 0, else the array's first level
+// elements.
+func GroupKey(key []byte, level int) []byte {
+	switch {
+	case level < 0:
+		return key
+	case level == 0:
+		return []byte("null")
+	}
+	var arr []json.RawMessage
+	if len(key) == 0 || key[0] != '[' || json.Unmarshal(key, &arr) != nil {
+		return key
+	}
+	if len(arr) <= level {
+		return key
+	}
+	b, _ := json.Marshal(arr[:level])
+	return b
+}
+
+// reducePage reduces the range's rows group by group; a page ends after
+// limit groups, the next starting at the first row of the group after.
+func (s *Service) reducePage(ctx context.Context, x *index, txn *badger.Txn, v int, q *pb.ViewQuery, limit int, reply *pb.ViewReply) error {
+	red, err := newReducer(s.cfg.JS, x.def.Views[v].Reduce)
+	if err != nil {
+		return err
+	}
+	var (
+		group     []byte // the current group's key (JSON), nil before the first
+		groupSort []byte
+		keys      [][]byte
+		values    [][]byte
+		partial   [][]byte // reductions of earlier chunks of the group
+		failed    error
+	)
+	flush := func() bool {
+		if group == nil {
+			return true
+		}
+		if len(keys) > 0 {
+			r, err := red.reduce(ctx, keys, values)
+			if err != nil {
+				failed = err
+				return false
+			}
+			partial = append(partial, r)
+		}
+		out := partial[0]
+		if len(partial) > 1 {
+			if out, err = red.rereduce(ctx, partial); err != nil {
+				failed = err
+				return false
+			}
+		}
+		reply.Rows = append(reply.Rows, &pb.ViewRow{Key: group, Value: out, Sort: groupSort})
+		keys, values, partial = keys[:0], values[:0], nil
+		return true
+	}
+	err = x.rangeRows(txn, v, q.Start, q.End, q.Descending, func(r Row) bool {
+		g := GroupKey(r.Key, int(q.GroupLevel))
+		if group == nil || collate.Compare(g, group) != 0 {
+			if !flush() {
+				return false
+			}
+			if len(reply.Rows) >= limit {
+				reply.More = true
+				reply.Next = continueFrom(r.sort, q.Descending)
+				return false
+			}
+			group = g
+			gs, err := collate.AppendKey(nil, g)
+			if err != nil {
+				failed = err
+				return false
+			}
+			groupSort = gs
+		}
+		if red.builtin != nil {
+			keys = append(keys, r.Key) // a builtin reads the emitted keys
+		} else {
+			kj, _ := json.Marshal([]json.RawMessage{r.Key, mustJSONString(r.ID)})
+			keys = append(keys, kj) // JavaScript's reduce gets [key, docid]
+		}
+		values = append(values, r.Value)
+		if len(keys) >= reduceChunk {
+			// a big group is reduced a chunk at a time, then rereduced
+			out, err := red.reduce(ctx, keys, values)
+			if err != nil {
+				failed = err
+				return false
+			}
+			partial = append(partial, out)
+			keys, values = keys[:0], values[:0]
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if failed == nil && !reply.More {
+		flush()
+	}
+	if failed != nil {
+		return fmt.Errorf("views: reduce: %w", failed)
+	}
+	return nil
+}
+
+// reduceChunk is how many rows one reduce call takes.
+const reduceChunk = 1000
+
+func mustJSONString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
