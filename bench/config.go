@@ -60,7 +60,8 @@ type Config struct {
 	JSON bool
 	// ProgressEvery is the interval of progress lines (default 1s).
 	ProgressEvery time.Duration
-	// Workload is "" (fabric_bench) or "compaction" (compaction.go).
+	// Workload is "" (fabric_bench), "compaction" (compaction.go) or
+	// "views" (views.go).
 	Workload string
 	// Edits is how many times the compaction workload updates every doc.
 	Edits int
@@ -73,6 +74,12 @@ type Config struct {
 	// an application writes another), or WriterNone: no writer, the
 	// compaction alone (how fast it goes when it need not yield).
 	WriterDB string
+	// Lookups is how many key lookups with include_docs the views workload
+	// makes, Concurrency at a time; 0 means 2000.
+	Lookups int
+	// NewDocs is how many docs the views workload writes before its last
+	// timed query (the incremental index update); 0 means 1000.
+	NewDocs int
 }
 
 // Values of Config.WriterDB.
@@ -112,9 +119,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.UpdateSameDoc, "update-same-doc", false, "single doc phase updates one doc with its _rev instead of creating new docs")
 	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object with the results instead of text lines")
-	fs.StringVar(&c.Workload, "workload", "", "workload: fabric_bench's (default) or \"compaction\" (docs edited --edits times, then _compact)")
+	fs.StringVar(&c.Workload, "workload", "", "workload: fabric_bench's (default), \"compaction\" (docs edited --edits times, then _compact) or \"views\" (a design doc's index build and queries; --docs default 20000)")
 	fs.IntVar(&c.Edits, "edits", 0, "compaction workload: updates of every doc before compacting (default 100)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "compaction workload: the server's data directory, to measure its bytes on disk")
+	fs.IntVar(&c.Lookups, "lookups", 0, "views workload: key lookups with include_docs, --concurrency at a time (default 2000)")
+	fs.IntVar(&c.NewDocs, "new-docs", 0, "views workload: docs written before the last timed query (default 1000)")
 	fs.StringVar(&c.WriterDB, "writer-db", WriterSame, "compaction workload: the concurrent writer PUTs into the compacted database (same) or another one (other), or there is none (none)")
 }
 
@@ -174,6 +183,9 @@ func (c Config) Validate() error {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s must be at least 1, got %d", ErrConfig, f.name, f.v)
 		}
+	}
+	if c.Lookups < 0 || c.NewDocs < 0 {
+		return fmt.Errorf("%w: --lookups and --new-docs must not be negative", ErrConfig)
 	}
 	if c.Q < 0 || c.N < 0 {
 		return fmt.Errorf("%w: --q and --n must not be negative", ErrConfig)

@@ -46,8 +46,16 @@ func runBench(args []string) error {
 			cfg.DocSize = bench.DocSmall
 		}
 		_, err = bench.RunCompaction(ctx, cfg, os.Stdout, os.Stderr)
+	case bench.WorkloadViews:
+		// issue 16's shape: 20000 medium docs (medium is already the default)
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["docs"] {
+			cfg.Docs = bench.ViewsDocs
+		}
+		_, err = bench.RunViews(ctx, cfg, os.Stdout, os.Stderr)
 	default:
-		return fmt.Errorf("bench: unknown workload %q (want fabric or compaction)", cfg.Workload)
+		return fmt.Errorf("bench: unknown workload %q (want fabric, compaction or views)", cfg.Workload)
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
