@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,5 +253,26 @@ func TestConcurrentMaps(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// Timeout bounds each doc of a batch, not the batch: many docs that each
+// take a while map, as CouchDB's per-command os_process_timeout allows.
+func TestTimeoutPerDoc(t *testing.T) {
+	p := newPool(t, Config{Timeout: 300 * time.Millisecond, MaxVMs: 1})
+	ms, err := p.NewMapSet([]string{`function (doc) { var t = Date.now(); while (Date.now() - t < 100) {} emit(doc._id, 1); }`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([][]byte, 6) // 600 ms in all, 100 ms each
+	for i := range docs {
+		docs[i] = []byte(`{"_id":"d` + strconv.Itoa(i) + `"}`)
+	}
+	out, err := ms.MapDocs(context.Background(), docs)
+	if err != nil {
+		t.Fatalf("a batch of slow docs, each within the timeout: %v", err)
+	}
+	if len(out) != 6 || len(out[5][0]) != 1 {
+		t.Fatalf("emits %v", out)
 	}
 }

@@ -104,7 +104,7 @@ func (m *MapSet) MapDoc(ctx context.Context, doc []byte) ([][]Emit, error) {
 }
 
 // MapDocs is MapDoc over many docs with one runtime checkout; Timeout
-// bounds the batch.
+// bounds each doc.
 func (m *MapSet) MapDocs(ctx context.Context, docs [][]byte) ([][][]Emit, error) {
 	out := make([][][]Emit, len(docs))
 	err := m.p.with(ctx, func(v *vm) error {
@@ -113,6 +113,7 @@ func (m *MapSet) MapDocs(ctx context.Context, docs [][]byte) ([][][]Emit, error)
 			return err
 		}
 		for d, doc := range docs {
+			v.heartbeat()
 			res, err := v.mapDoc(goja.Undefined(), st.fns, newLazy(v.rt, trimJSON(doc)))
 			if err != nil {
 				return v.exception(err)

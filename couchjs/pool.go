@@ -161,12 +161,13 @@ func (p *Pool) with(ctx context.Context, fn func(v *vm) error) (err error) {
 	defer func() { p.put(v, broken) }()
 
 	done := make(chan struct{})
+	v.beat = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	var why error // set by the watchdog before it interrupts; read after wg.Wait
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		why = p.watch(ctx, v.rt, done)
+		why = p.watch(ctx, v.rt, done, v.beat)
 	}()
 	panicked := false
 	func() {
@@ -204,9 +205,10 @@ func heapBytes(s []metrics.Sample) int64 {
 	return int64(s[0].Value.Uint64())
 }
 
-// watch interrupts rt when the call outlives Timeout, ctx ends, or the heap
+// watch interrupts rt when the call outlives Timeout (from its start or
+// its last beat), ctx ends, or the heap
 // grows past MaxMemory; it returns the reason, or nil once done closes.
-func (p *Pool) watch(ctx context.Context, rt *goja.Runtime, done <-chan struct{}) error {
+func (p *Pool) watch(ctx context.Context, rt *goja.Runtime, done, beat <-chan struct{}) error {
 	timer := time.NewTimer(p.cfg.Timeout)
 	defer timer.Stop()
 	var tick <-chan time.Time
@@ -223,6 +225,8 @@ func (p *Pool) watch(ctx context.Context, rt *goja.Runtime, done <-chan struct{}
 		select {
 		case <-done:
 			return nil
+		case <-beat:
+			timer.Reset(p.cfg.Timeout) // no stale fire after Reset (Go 1.23 timers)
 		case <-timer.C:
 			e := errTimeout()
 			rt.Interrupt(e)
