@@ -58,7 +58,7 @@ func TestRunViews(t *testing.T) {
 // ones) ran and reported what it saw.
 func checkViewsResult(t *testing.T, res *ViewsResult) {
 	t.Helper()
-	if res.LoadSec <= 0 || res.BuildSec <= 0 || res.BuildHz <= 0 || res.LookupHz <= 0 || res.LookupP99Ms <= 0 {
+	if res.LoadHz <= 0 || res.BuildHz <= 0 || res.LookupHz <= 0 || res.LookupP99Ms <= 0 { // the seconds round to 0 on a fast server
 		t.Errorf("load, build or lookups did not run: %+v", res)
 	}
 	if res.StreamRows != 200 || res.StreamHz <= 0 {
