@@ -48,6 +48,10 @@ func (r *Reader) ReadChanges(m *pb.ReadChanges) *pb.ChangesReply {
 	return r.st.readChanges(m)
 }
 
+// LastSeq is the copy's latest committed change's seq (a reverse seek of
+// the by-seq index): a view index that has reached it needs no build.
+func (r *Reader) LastSeq() uint64 { return r.st.lastSeq() }
+
 // SendUserMessage implements actor.Process: a GetDoc or GetDocInfos is
 // read on the pool and answered to its sender; anything else is a dead
 // letter (the actor takes every other message).

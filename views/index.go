@@ -21,6 +21,8 @@ import (
 // index, a page at a time (shard.Reader).
 type Changes interface {
 	ReadChanges(m *pb.ReadChanges) *pb.ChangesReply
+	// LastSeq is the latest change's seq.
+	LastSeq() uint64
 }
 
 // checkpoint is how far an index is built, and its row counts, written in
@@ -120,6 +122,7 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 	next.Counts = append([]uint64(nil), cp.Counts...)
 	next.Seq = last
 	err := storage.Update(x.db, func(txn *badger.Txn) error {
+		cnt := x.newCounts(txn)
 		for _, d := range todo {
 			dk := x.ks.doc(d.id)
 			// the doc's old rows go
@@ -130,6 +133,9 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 					for _, br := range decodeBack(v) {
 						k := append(x.ks.viewPrefix(br.view), br.suffix...)
 						if err := txn.Delete(k); err != nil {
+							return err
+						}
+						if err := cnt.removed(br.view, br.suffix); err != nil {
 							return err
 						}
 						if br.view < len(next.Counts) && next.Counts[br.view] > 0 {
@@ -160,6 +166,7 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 						if err := txn.Set(k, rowValue(e.Key, d.id, e.Value)); err != nil {
 							return err
 						}
+						cnt.added(v, suffix)
 						back = append(back, backRow{view: v, suffix: suffix})
 						next.Counts[v]++
 					}
@@ -172,6 +179,9 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 			} else if err := txn.Set(dk, encodeBack(back)); err != nil {
 				return err
 			}
+		}
+		if err := cnt.flush(); err != nil {
+			return err
 		}
 		b, err := json.Marshal(next)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 //	<handle> 'v' <sig> 'c'                         checkpoint (JSON)
 //	<handle> 'v' <sig> 'r' <view u16> <key> <id> <n>  a row: uvarint(len key JSON) key JSON, value JSON
 //	<handle> 'v' <sig> 'd' <docid>                  the doc's rows (back-index): the row key suffixes
+//	<handle> 'v' <sig> 'a' <view u16> <row suffix>   a count bucket: uvarint rows from it to the next (counts.go)
 //
 // <key> and <id> are collate.AppendKey encodings (self-delimiting, byte
 // order = CouchDB's collation of [key, docid]), <n> a uvarint telling a
@@ -26,6 +27,7 @@ const (
 	subCheckpoint  = 'c'
 	subRow         = 'r'
 	subDoc         = 'd'
+	subAnchor      = 'a'
 	indexPrefixLen = 4 + 1 + 16
 )
 
@@ -55,6 +57,11 @@ func (k keyspace) viewPrefix(v int) []byte {
 }
 
 func (k keyspace) doc(id string) []byte { return append(k.sub(subDoc, len(id)), id...) }
+
+// anchorPrefix is view v's count buckets (counts.go).
+func (k keyspace) anchorPrefix(v int) []byte {
+	return binary.BigEndian.AppendUint16(k.sub(subAnchor, 2), uint16(v))
+}
 
 // rowSuffix is a row's key after the view prefix: key, doc id, emit number.
 func rowSuffix(key []byte, id string, n int) ([]byte, error) {

@@ -44,8 +44,12 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 	case "lazy":
 		ix.kick()
 	default:
-		if err := ix.catchUp(ctx); err != nil {
-			return queryErr("internal_error", err.Error())
+		// an index that has the copy's latest change is current: most
+		// queries ask the indexer nothing
+		if ix.checkpoint().Seq < changes.LastSeq() {
+			if err := ix.catchUp(ctx); err != nil {
+				return queryErr("internal_error", err.Error())
+			}
 		}
 	}
 	cp := ix.checkpoint()
@@ -63,10 +67,12 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 				// rows after the range's top: CouchDB counts the offset
 				// from the end when descending
 				if len(q.End) > 0 {
-					reply.Offset = ix.x.countRows(txn, v, q.End, nil)
+					if before := ix.x.rowsBefore(txn, v, q.End); before < reply.TotalRows {
+						reply.Offset = reply.TotalRows - before
+					}
 				}
 			} else if len(q.Start) > 0 {
-				reply.Offset = ix.x.countRows(txn, v, nil, q.Start)
+				reply.Offset = ix.x.rowsBefore(txn, v, q.Start)
 			}
 		}
 		if q.Reduce {
