@@ -210,7 +210,10 @@ func (x *index) rangeRows(txn *badger.Txn, v int, start, end []byte, descending 
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = prefix
 	opts.Reverse = descending
-	opts.PrefetchSize = 100
+	// rows are small and sit in the LSM: reading each value as it is met
+	// beats a prefetch that starts a goroutine per item (a key lookup
+	// reads a few rows)
+	opts.PrefetchValues = false
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	lo := append(append([]byte{}, prefix...), start...)

@@ -44,6 +44,7 @@ type Service struct {
 
 	mu       sync.Mutex
 	indexers map[idxKey]*indexer
+	defs     map[[32]byte]*Def // parsed design docs (Service.design)
 	closed   bool
 	wg       sync.WaitGroup // every indexer's goroutine
 }
@@ -58,7 +59,7 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, indexers: map[idxKey]*indexer{}}
+	return &Service{cfg: cfg, indexers: map[idxKey]*indexer{}, defs: map[[32]byte]*Def{}}
 }
 
 // Register adds the service's process to sys, for queries from other nodes.
