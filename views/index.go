@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -47,6 +48,9 @@ type index struct {
 	maps    *couchjs.MapSet
 	changes Changes
 	log     *slog.Logger
+	// sinceWrite is how long ago the node last began committing a user
+	// write (nil: unknown); builds yield to writes (indexer.yield)
+	sinceWrite func() time.Duration
 }
 
 // loadCheckpoint reads where the index is (zero for a new one).
@@ -74,14 +78,22 @@ func (x *index) loadCheckpoint() (checkpoint, error) {
 // batchBytes bounds one build transaction: what a user write that meets
 // it in badger's write queue waits for.
 const (
-	batchDocs  = 500
-	batchBytes = 1 << 20
+	batchDocs      = 500
+	batchBytes     = 1 << 20
+	busyBatchDocs  = 128
+	busyBatchBytes = 256 << 10
 )
 
 // step builds one batch from cp and answers the new checkpoint and
 // whether the by-seq index has more after it.
 func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, error) {
-	reply := x.changes.ReadChanges(&pb.ReadChanges{Since: cp.Seq, Limit: batchDocs, IncludeDocs: true, MaxBytes: batchBytes})
+	pageDocs, pageBytes := uint32(batchDocs), uint32(batchBytes)
+	if x.sinceWrite != nil && x.sinceWrite() < 20*time.Millisecond {
+		// users write: small commits, which their writes wait behind for
+		// less (a build alone takes big ones, which go faster)
+		pageDocs, pageBytes = busyBatchDocs, busyBatchBytes
+	}
+	reply := x.changes.ReadChanges(&pb.ReadChanges{Since: cp.Seq, Limit: pageDocs, IncludeDocs: true, MaxBytes: pageBytes})
 	if reply.Error != nil {
 		return cp, false, fmt.Errorf("views: read changes: %s", reply.Error.Reason)
 	}

@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 var errStopped = errors.New("views: indexer stopped")
+
+const (
+	refreshEvery = 200 * time.Millisecond
+	keepWarm     = 10 * time.Minute
+)
 
 // indexer builds one index on a goroutine of its own: the shard actor
 // never waits for it, and it is the only writer of the index's keys.
@@ -87,11 +93,23 @@ func (ix *indexer) run() {
 		<-ix.quit
 		cancel()
 	}()
+	// an index that was queried lately is kept current in the background
+	// (CouchDB's ken): it looks at the copy's last seq every refreshEvery
+	// and builds when behind, so a query after a burst of writes rarely
+	// waits; one left unqueried for keepWarm is built by queries only
+	var lastAsked time.Time
+	tick := time.NewTicker(refreshEvery)
+	defer tick.Stop()
 	for {
 		var waiting []chan error
 		select {
 		case r := <-ix.reqs:
 			waiting = append(waiting, r)
+			lastAsked = time.Now()
+		case <-tick.C:
+			if time.Since(lastAsked) > keepWarm || ix.checkpoint().Seq >= ix.x.changes.LastSeq() {
+				continue
+			}
 		case <-ix.quit:
 			return
 		}
@@ -134,6 +152,7 @@ func (ix *indexer) build(ctx context.Context) error {
 		if !more {
 			return nil
 		}
+		ix.yield()
 		select {
 		case <-ix.quit:
 			return context.Canceled
@@ -141,3 +160,26 @@ func (ix *indexer) build(ctx context.Context) error {
 		}
 	}
 }
+
+// yield pauses a build between batches while users write, as compaction
+// does: a batch commits in the same badger write queue as their writes
+// and maps on the same cores, so a build that never waits costs every
+// write during it a batch's commit.
+func (ix *indexer) yield() {
+	since := ix.x.sinceWrite
+	if since == nil {
+		return
+	}
+	for i := 0; i < yieldMax && since() < yieldWindow; i++ {
+		select {
+		case <-ix.quit:
+			return
+		case <-time.After(yieldWindow):
+		}
+	}
+}
+
+const (
+	yieldWindow = 3 * time.Millisecond
+	yieldMax    = 2 // at most 6 ms per batch: a build under writes goes on
+)

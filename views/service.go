@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/dgraph-io/badger/v4"
@@ -34,6 +35,9 @@ type Config struct {
 	// Go runs a read for another node (the node's read pool); nil: a
 	// goroutine of its own.
 	Go func(func())
+	// SinceWrite is how long ago the node last began committing a user
+	// write (storage.Disk.SinceWrite): builds yield to writes.
+	SinceWrite func() time.Duration
 }
 
 // Service holds this node's indexes: an indexer per design-doc signature
@@ -198,7 +202,7 @@ func (s *Service) indexerFor(handle uint32, changes Changes, def *Def) (*indexer
 		return nil, err
 	}
 	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes,
-		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex())}
+		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite}
 	ix, err := startIndexer(x, &s.wg)
 	if err != nil {
 		return nil, err
