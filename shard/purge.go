@@ -175,3 +175,49 @@ func (s *store) trimPurgeInfos(w *writer, meta *pb.ShardMeta, stats *pb.ShardSta
 	}
 	return nil
 }
+
+// readPurges answers the purge infos after since (at most limit), in
+// order, and whether the ones right after since are gone (trimmed to
+// purged_infos_limit): a reader that was behind them cannot know what
+// was purged.
+func (s *store) readPurges(since uint64, limit int) ([]*pb.PurgeInfo, bool, error) {
+	var out []*pb.PurgeInfo
+	gap := false
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = s.k.purgePrefix()
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(s.k.purge(since + 1)); it.Valid() && len(out) < limit; it.Next() {
+			pi := &pb.PurgeInfo{}
+			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, pi) }); err != nil {
+				return err
+			}
+			if len(out) == 0 && pi.PurgeSeq > since+1 {
+				gap = true
+			}
+			out = append(out, pi)
+		}
+		return nil
+	})
+	return out, gap, err
+}
+
+// lastPurgeSeq is the highest purge seq with a purge info.
+func (s *store) lastPurgeSeq() uint64 {
+	var last uint64
+	_ = s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Reverse = true
+		opts.Prefix = s.k.purgePrefix()
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		it.Seek(append(s.k.purgePrefix(), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+		if it.Valid() {
+			last = beUint64(it.Item().Key()[5:])
+		}
+		return nil
+	})
+	return last
+}

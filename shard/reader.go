@@ -52,6 +52,16 @@ func (r *Reader) ReadChanges(m *pb.ReadChanges) *pb.ChangesReply {
 // the by-seq index): a view index that has reached it needs no build.
 func (r *Reader) LastSeq() uint64 { return r.st.lastSeq() }
 
+// LastPurgeSeq is the copy's latest purge's seq (0: none kept).
+func (r *Reader) LastPurgeSeq() uint64 { return r.st.lastPurgeSeq() }
+
+// ReadPurges answers up to limit purge infos after purge seq since, and
+// whether some right after since were trimmed already (a view index that
+// far behind must be rebuilt: it cannot know what was purged).
+func (r *Reader) ReadPurges(since uint64, limit int) ([]*pb.PurgeInfo, bool, error) {
+	return r.st.readPurges(since, limit)
+}
+
 // SendUserMessage implements actor.Process: a GetDoc or GetDocInfos is
 // read on the pool and answered to its sender; anything else is a dead
 // letter (the actor takes every other message).

@@ -22,17 +22,25 @@ import (
 // index, a page at a time (shard.Reader).
 type Changes interface {
 	ReadChanges(m *pb.ReadChanges) *pb.ChangesReply
-	// LastSeq is the latest change's seq.
+	// LastSeq is the latest change's seq, LastPurgeSeq the latest purge's.
 	LastSeq() uint64
+	LastPurgeSeq() uint64
+	// ReadPurges answers the purge infos after a purge seq, and whether
+	// some right after it were trimmed already.
+	ReadPurges(since uint64, limit int) ([]*pb.PurgeInfo, bool, error)
+	ReadDocInfos(ids []string) *pb.DocInfosReply
 }
 
 // checkpoint is how far an index is built, and its row counts, written in
 // the same transaction as the rows it counts: a crash resumes from the
 // last one with no row lost or doubled.
 type checkpoint struct {
-	Seq    uint64   `json:"seq"`
-	Counts []uint64 `json:"counts"` // rows per view
-	DDoc   string   `json:"ddoc"`
+	Seq uint64 `json:"seq"`
+	// PurgeSeq is the copy's purges the index has applied: a doc purged
+	// whole leaves no change to read, only a purge info
+	PurgeSeq uint64   `json:"purge_seq"`
+	Counts   []uint64 `json:"counts"` // rows per view
+	DDoc     string   `json:"ddoc"`
 	// Views names the views the counts are of, so that an index found on
 	// disk is known for what it holds (view cleanup, _info).
 	Views []string `json:"views"`
@@ -87,6 +95,9 @@ const (
 // step builds one batch from cp and answers the new checkpoint and
 // whether the by-seq index has more after it.
 func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, error) {
+	if next, did, err := x.purges(cp); err != nil || did {
+		return next, true, err
+	}
 	pageDocs, pageBytes := uint32(batchDocs), uint32(batchBytes)
 	if x.sinceWrite != nil && x.sinceWrite() < 20*time.Millisecond {
 		// users write: small commits, which their writes wait behind for
@@ -294,4 +305,99 @@ func (x *index) countRows(txn *badger.Txn, v int, start, end []byte) uint64 {
 		n++
 	}
 	return n
+}
+
+// purges applies the copy's purges after the checkpoint's: the rows of a
+// doc purged whole go (a doc purged in part has a new seq, and is mapped
+// again as any change). It reports whether it did any (a batch of its
+// own). An index behind purge infos already trimmed starts over.
+func (x *index) purges(cp checkpoint) (checkpoint, bool, error) {
+	infos, gap, err := x.changes.ReadPurges(cp.PurgeSeq, batchDocs)
+	if err != nil {
+		return cp, false, fmt.Errorf("views: read purges: %w", err)
+	}
+	if len(infos) == 0 {
+		return cp, false, nil
+	}
+	if gap {
+		x.log.Warn("view index behind trimmed purge infos: rebuilding it", "purge_seq", cp.PurgeSeq)
+		if err := storage.DropPrefix(x.db, x.ks.p); err != nil {
+			return cp, false, err
+		}
+		fresh := checkpoint{Counts: make([]uint64, len(x.def.Views)), DDoc: cp.DDoc, Views: cp.Views,
+			PurgeSeq: infos[len(infos)-1].PurgeSeq}
+		return fresh, true, nil
+	}
+	ids := make([]string, len(infos))
+	for i, pi := range infos {
+		ids[i] = pi.Id
+	}
+	live := map[string]bool{}
+	for _, info := range x.changes.ReadDocInfos(ids).Infos {
+		if info != nil && len(info.Nodes) > 0 {
+			live[info.Id] = true
+		}
+	}
+	next := cp
+	next.Counts = append([]uint64(nil), cp.Counts...)
+	next.PurgeSeq = infos[len(infos)-1].PurgeSeq
+	err = storage.Update(x.db, func(txn *badger.Txn) error {
+		cnt := x.newCounts(txn)
+		for _, id := range ids {
+			if live[id] {
+				continue
+			}
+			if err := x.dropDocRows(txn, cnt, id, &next); err != nil {
+				return err
+			}
+		}
+		if err := cnt.flush(); err != nil {
+			return err
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return err
+		}
+		return txn.Set(x.ks.checkpoint(), b)
+	})
+	if err != nil {
+		return cp, false, fmt.Errorf("views: purge: %w", err)
+	}
+	return next, true, nil
+}
+
+// dropDocRows deletes a doc's rows and its back-index.
+func (x *index) dropDocRows(txn *badger.Txn, cnt *counts, id string, cp *checkpoint) error {
+	dk := x.ks.doc(id)
+	item, err := txn.Get(dk)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = item.Value(func(v []byte) error {
+		for _, br := range decodeBack(v) {
+			if err := txn.Delete(append(x.ks.viewPrefix(br.view), br.suffix...)); err != nil {
+				return err
+			}
+			if err := cnt.removed(br.view, br.suffix); err != nil {
+				return err
+			}
+			if br.view < len(cp.Counts) && cp.Counts[br.view] > 0 {
+				cp.Counts[br.view]--
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return txn.Delete(dk)
+}
+
+// current reports whether the index has every change and purge the copy
+// has now.
+func (x *index) current(cp checkpoint) bool {
+	return cp.Seq >= x.changes.LastSeq() && cp.PurgeSeq >= x.changes.LastPurgeSeq()
 }

@@ -107,7 +107,7 @@ func (ix *indexer) run() {
 			waiting = append(waiting, r)
 			lastAsked = time.Now()
 		case <-tick.C:
-			if time.Since(lastAsked) > keepWarm || ix.checkpoint().Seq >= ix.x.changes.LastSeq() {
+			if time.Since(lastAsked) > keepWarm || ix.x.current(ix.checkpoint()) {
 				continue
 			}
 		case <-ix.quit:

@@ -47,7 +47,7 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 	default:
 		// an index that has the copy's latest change is current: most
 		// queries ask the indexer nothing
-		if ix.checkpoint().Seq < changes.LastSeq() {
+		if !ix.x.current(ix.checkpoint()) {
 			if err := ix.catchUp(ctx); err != nil {
 				return queryErr("internal_error", err.Error())
 			}
