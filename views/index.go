@@ -16,6 +16,7 @@ import (
 	"github.com/settee/settee/couchjs"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/storage"
+	"github.com/settee/settee/tasks"
 )
 
 // Changes is where an index reads its copy's documents: the copy's by-seq
@@ -59,6 +60,8 @@ type index struct {
 	// sinceWrite is how long ago the node last began committing a user
 	// write (nil: unknown); builds yield to writes (indexer.yield)
 	sinceWrite func() time.Duration
+	tasks      *tasks.Registry // nil: builds are not listed
+	shardName  string          // as _active_tasks names the copy
 }
 
 // loadCheckpoint reads where the index is (zero for a new one).

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/settee/settee/tasks"
 )
 
 var errStopped = errors.New("views: indexer stopped")
@@ -139,6 +141,13 @@ func (ix *indexer) run() {
 // build runs batches until the by-seq index has no more.
 func (ix *indexer) build(ctx context.Context) error {
 	cp := ix.checkpoint()
+	var task *tasks.Task
+	defer func() {
+		if task != nil {
+			task.Done()
+		}
+	}()
+	start, last := cp.Seq, ix.x.changes.LastSeq()
 	for {
 		next, more, err := ix.x.step(ctx, cp)
 		if err != nil {
@@ -151,6 +160,23 @@ func (ix *indexer) build(ctx context.Context) error {
 		cp = next
 		if !more {
 			return nil
+		}
+		if task == nil && ix.x.tasks != nil {
+			// a build of more than one batch is listed, as CouchDB's
+			// indexer tasks
+			task = ix.x.tasks.Start("indexer", map[string]any{
+				"database": ix.x.shardName, "design_document": ix.x.def.ID,
+				"changes_done": 0, "total_changes": 0, "progress": 0,
+			})
+		}
+		if task != nil {
+			total := max(last, cp.Seq) - start
+			done := cp.Seq - start
+			progress := 0
+			if total > 0 {
+				progress = int(done * 100 / total)
+			}
+			task.Update(map[string]any{"changes_done": done, "total_changes": total, "progress": progress})
 		}
 		ix.yield()
 		select {

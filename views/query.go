@@ -36,7 +36,7 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 	if !ok {
 		return queryErr("not_found", "no such shard copy here")
 	}
-	ix, err := s.indexerFor(handle, changes, def)
+	ix, err := s.indexerFor(q.Shard, handle, changes, def)
 	if err != nil {
 		return queryErr("internal_error", err.Error())
 	}

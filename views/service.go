@@ -14,6 +14,7 @@ import (
 	"github.com/settee/settee/couchjs"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/storage"
+	"github.com/settee/settee/tasks"
 )
 
 // ProcessName is the views service's process on every node: other nodes'
@@ -38,6 +39,8 @@ type Config struct {
 	// SinceWrite is how long ago the node last began committing a user
 	// write (storage.Disk.SinceWrite): builds yield to writes.
 	SinceWrite func() time.Duration
+	// Tasks lists the builds running (indexer tasks in _active_tasks).
+	Tasks *tasks.Registry
 }
 
 // Service holds this node's indexes: an indexer per design-doc signature
@@ -183,7 +186,7 @@ func (s *Service) signatures(handle uint32) ([][16]byte, error) {
 }
 
 // indexerFor is the running indexer of def on a copy, started if needed.
-func (s *Service) indexerFor(handle uint32, changes Changes, def *Def) (*indexer, error) {
+func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, def *Def) (*indexer, error) {
 	k := idxKey{handle, def.Sig}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -202,7 +205,8 @@ func (s *Service) indexerFor(handle uint32, changes Changes, def *Def) (*indexer
 		return nil, err
 	}
 	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes,
-		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite}
+		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite,
+		tasks: s.cfg.Tasks, shardName: fmt.Sprintf("shards/%08x-%08x/%s", ref.RangeBegin, ref.RangeEnd, ref.Db)}
 	ix, err := startIndexer(x, &s.wg)
 	if err != nil {
 		return nil, err
