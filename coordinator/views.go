@@ -84,6 +84,8 @@ type ViewMeta struct {
 	UpdateSeq string
 	// SeqSum adds the ranges' seqs (what _info shows as a number).
 	SeqSum uint64
+	// Active adds the ranges' index bytes.
+	Active uint64
 }
 
 // ErrViewNotFound is a view the design doc does not define.
@@ -126,6 +128,7 @@ func (c *Coordinator) View(ctx context.Context, db string, a ViewArgs, meta func
 		m.Offset += vc.offset
 		pos[i] = Pos{Node: vc.node, Seq: vc.seq}
 		m.SeqSum += vc.seq
+		m.Active += vc.active
 	}
 	m.UpdateSeq = EncodeSeq(ranges, pos)
 	if err := meta(m); err != nil {
@@ -234,6 +237,7 @@ type viewCursor struct {
 	offset uint64
 	seq    uint64
 	node   string // the copy the first page came from
+	active uint64
 }
 
 func (vc *viewCursor) valid() bool      { return vc.i < len(vc.rows) }
@@ -288,7 +292,7 @@ func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
 		}
 		vc.rows, vc.i, vc.more, vc.next = reply.Rows, 0, reply.More, reply.Next
 		if first {
-			vc.total, vc.offset, vc.seq, vc.node = reply.TotalRows, reply.Offset, reply.UpdateSeq, vc.ref.Node
+			vc.total, vc.offset, vc.seq, vc.node, vc.active = reply.TotalRows, reply.Offset, reply.UpdateSeq, vc.ref.Node, reply.Active
 		}
 		if len(vc.rows) == 0 && vc.more {
 			continue

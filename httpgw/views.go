@@ -758,11 +758,11 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 	if err != nil {
 		return err
 	}
-	var seq uint64
+	var seq, active uint64
 	if len(def.Views) > 0 {
 		args := coordinator.ViewArgs{DDocID: ddocID, DDoc: ddoc, View: def.Views[0].Name, Update: "false", PageRows: 1}
 		err := g.c.View(rq.ctx, db, args, func(m coordinator.ViewMeta) error {
-			seq = m.SeqSum
+			seq, active = m.SeqSum, m.Active
 			return errStopView
 		}, func(*pb.ViewRow) error { return errStopView })
 		if err != nil && !errors.Is(err, errStopView) {
@@ -774,7 +774,9 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 		"signature": def.SigHex(), "language": def.Language, "update_seq": seq, "purge_seq": 0,
 		"updater_running": false, "waiting_clients": 0, "waiting_commit": false, "compact_running": false,
 		"updates_pending": map[string]int{"minimum": 0, "preferred": 0, "total": 0},
-		"sizes":           map[string]int{"file": 0, "external": 0, "active": 0},
+		// the rows' bytes; they sit in the node's LSM beside the database's
+		// records, which compacts them: file is what they hold
+		"sizes": map[string]uint64{"file": active, "external": active, "active": active},
 		// the string collation's tables (CouchDB names its ICU's)
 		"collator_versions": []string{collate.TablesVersion},
 	}})

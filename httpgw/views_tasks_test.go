@@ -58,6 +58,18 @@ func TestViewIndexerTask(t *testing.T) {
 	if db, _ := seen["database"].(string); !strings.HasPrefix(db, "shards/") || !strings.HasSuffix(db, "/tk") {
 		t.Errorf("indexer task database %q", db)
 	}
+	var info struct {
+		ViewIndex struct {
+			Sizes     struct{ Active, External, File int }
+			UpdateSeq int `json:"update_seq"`
+		} `json:"view_index"`
+	}
+	_, ib := c.do("GET", "/tk/_design/slow/_info", "", nil)
+	_ = json.Unmarshal([]byte(ib), &info)
+	// 1500 rows of some 30 bytes each, at least
+	if info.ViewIndex.Sizes.Active < 1500*20 || info.ViewIndex.UpdateSeq < 1500 {
+		t.Errorf("_info after the build: %s", ib)
+	}
 	_, after := c.do("GET", "/_active_tasks", "", nil)
 	if strings.Contains(after, `"indexer"`) {
 		t.Errorf("an indexer task after the build: %s", after)

@@ -3672,6 +3672,7 @@ type ViewReply struct {
 	Offset        uint64                 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`                        // rows before start (after end when descending)
 	UpdateSeq     uint64                 `protobuf:"varint,6,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"` // the index's seq this page was read at
 	Error         *Error                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Active        uint64                 `protobuf:"varint,8,opt,name=active,proto3" json:"active,omitempty"` // the index's bytes (first page)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3753,6 +3754,13 @@ func (x *ViewReply) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *ViewReply) GetActive() uint64 {
+	if x != nil {
+		return x.Active
+	}
+	return 0
 }
 
 // ViewCleanup drops a copy's view indexes whose signatures are not kept
@@ -4146,7 +4154,7 @@ const file_settee_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12\x12\n" +
-	"\x04sort\x18\x04 \x01(\fR\x04sort\"\xd3\x01\n" +
+	"\x04sort\x18\x04 \x01(\fR\x04sort\"\xeb\x01\n" +
 	"\tViewReply\x12#\n" +
 	"\x04rows\x18\x01 \x03(\v2\x0f.settee.ViewRowR\x04rows\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12\x12\n" +
@@ -4156,7 +4164,8 @@ const file_settee_proto_rawDesc = "" +
 	"\x06offset\x18\x05 \x01(\x04R\x06offset\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x06 \x01(\x04R\tupdateSeq\x12#\n" +
-	"\x05error\x18\a \x01(\v2\r.settee.ErrorR\x05error\"I\n" +
+	"\x05error\x18\a \x01(\v2\r.settee.ErrorR\x05error\x12\x16\n" +
+	"\x06active\x18\b \x01(\x04R\x06active\"I\n" +
 	"\vViewCleanup\x12&\n" +
 	"\x05shard\x18\x01 \x01(\v2\x10.settee.ShardRefR\x05shard\x12\x12\n" +
 	"\x04keep\x18\x02 \x03(\fR\x04keep\"7\n" +

@@ -41,7 +41,10 @@ type checkpoint struct {
 	// whole leaves no change to read, only a purge info
 	PurgeSeq uint64   `json:"purge_seq"`
 	Counts   []uint64 `json:"counts"` // rows per view
-	DDoc     string   `json:"ddoc"`
+	// Active is the rows' bytes (keys, doc ids, values: what _info's
+	// sizes count)
+	Active uint64 `json:"active"`
+	DDoc   string `json:"ddoc"`
 	// Views names the views the counts are of, so that an index found on
 	// disk is known for what it holds (view cleanup, _info).
 	Views []string `json:"views"`
@@ -167,6 +170,7 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 						if br.view < len(next.Counts) && next.Counts[br.view] > 0 {
 							next.Counts[br.view]--
 						}
+						next.Active -= min(next.Active, br.size)
 					}
 					return nil
 				})
@@ -189,11 +193,14 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 							continue
 						}
 						k := append(x.ks.viewPrefix(v), suffix...)
-						if err := txn.Set(k, rowValue(e.Key, d.id, e.Value)); err != nil {
+						val := rowValue(e.Key, d.id, e.Value)
+						if err := txn.Set(k, val); err != nil {
 							return err
 						}
 						cnt.added(v, suffix)
-						back = append(back, backRow{view: v, suffix: suffix})
+						size := uint64(len(k) + len(val))
+						back = append(back, backRow{view: v, suffix: suffix, size: size})
+						next.Active += size
 						next.Counts[v]++
 					}
 				}
@@ -390,6 +397,7 @@ func (x *index) dropDocRows(txn *badger.Txn, cnt *counts, id string, cp *checkpo
 			if br.view < len(cp.Counts) && cp.Counts[br.view] > 0 {
 				cp.Counts[br.view]--
 			}
+			cp.Active -= min(cp.Active, br.size)
 		}
 		return nil
 	})

@@ -99,10 +99,12 @@ func splitRowValue(v []byte) (key []byte, id string, value []byte, ok bool) {
 	return key, string(v[w : w+int(n)]), v[w+int(n):], true
 }
 
-// backIndex encodes a doc's rows: each as view (u16) and row suffix.
+// backIndex encodes a doc's rows: each as view (u16), row suffix and the
+// row's bytes (what the index's sizes count).
 type backRow struct {
 	view   int
 	suffix []byte
+	size   uint64
 }
 
 func encodeBack(rows []backRow) []byte {
@@ -111,6 +113,7 @@ func encodeBack(rows []backRow) []byte {
 		b = binary.BigEndian.AppendUint16(b, uint16(r.view))
 		b = binary.AppendUvarint(b, uint64(len(r.suffix)))
 		b = append(b, r.suffix...)
+		b = binary.AppendUvarint(b, r.size)
 	}
 	return b
 }
@@ -124,8 +127,15 @@ func decodeBack(b []byte) []backRow {
 			return out
 		}
 		s := 2 + w
-		out = append(out, backRow{view: v, suffix: b[s : s+int(n)]})
+		r := backRow{view: v, suffix: b[s : s+int(n)]}
 		b = b[s+int(n):]
+		size, w := binary.Uvarint(b)
+		if w <= 0 {
+			return out
+		}
+		r.size = size
+		b = b[w:]
+		out = append(out, r)
 	}
 	return out
 }

@@ -54,7 +54,7 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 		}
 	}
 	cp := ix.checkpoint()
-	reply := &pb.ViewReply{UpdateSeq: cp.Seq}
+	reply := &pb.ViewReply{UpdateSeq: cp.Seq, Active: cp.Active}
 	if v < len(cp.Counts) {
 		reply.TotalRows = cp.Counts[v]
 	}
