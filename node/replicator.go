@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,6 +50,7 @@ func (n *Node) startReplicator() {
 		Log:        n.log.With("src", "replicator"),
 		Create:     n.createForReplicator,
 		Owner:      owner,
+		Filters:    n.replicationFilter,
 		RetryBase:  n.cfg.ReplicatorRetryBase,
 		// [replicator] of _config (its flags the start values), read
 		// here only: a change takes effect at the next start
@@ -190,4 +193,43 @@ func (n *Node) createForReplicator(ctx context.Context, name string) error {
 		return nil
 	}
 	return err
+}
+
+// replicationFilter is a local source's design-doc filter for a
+// replication (filter and query_params): the function the source's own
+// _changes?filter= would run, with a request object of its query.
+func (n *Node) replicationFilter(ctx context.Context, db, filter string, query map[string]string) (func(context.Context, []byte) (bool, error), error) {
+	ddocName, name, _ := strings.Cut(filter, "/")
+	r, err := n.coord.GetDocR(ctx, db, &pb.GetDoc{Id: "_design/" + ddocName}, 1)
+	if err != nil {
+		return nil, fmt.Errorf("filter %s: %w", filter, err)
+	}
+	if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
+		return nil, fmt.Errorf("filter %s: no design doc _design/%s", filter, ddocName)
+	}
+	var ddoc struct {
+		Filters map[string]string `json:"filters"`
+	}
+	if err := json.Unmarshal(r.Bodies[0].Json, &ddoc); err != nil || ddoc.Filters[name] == "" {
+		return nil, fmt.Errorf("filter %s: missing json key: %s", filter, name)
+	}
+	src := ddoc.Filters[name]
+	if query == nil {
+		query = map[string]string{}
+	}
+	req, err := json.Marshal(map[string]any{
+		"query": query, "method": "GET", "path": []string{db, "_changes"}, "headers": map[string]string{},
+		"body": "undefined", "id": nil, "peer": "127.0.0.1", "form": map[string]string{}, "cookie": map[string]string{},
+		"userCtx": map[string]any{"db": db, "name": nil, "roles": []string{"_admin"}}, "info": map[string]any{"db_name": db},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, doc []byte) (bool, error) {
+		out, err := n.js.Filter(ctx, src, [][]byte{doc}, req)
+		if err != nil {
+			return false, err
+		}
+		return len(out) > 0 && out[0], nil
+	}, nil
 }

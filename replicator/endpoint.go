@@ -28,6 +28,11 @@ type ChangesQuery struct {
 	// matches. A source that refuses the filter sends them all, and the
 	// worker's check of the fetched revs filters alone.
 	Selector json.RawMessage
+	// Filter is a design doc's filter function, "ddoc/name", with the
+	// replication's query_params as the req.query it sees (CouchDB's
+	// filter and query_params).
+	Filter      string
+	QueryParams map[string]string
 	// Wait: when there is nothing after Since, wait up to Timeout for a
 	// change (longpoll) before answering an empty page.
 	Wait    bool

@@ -434,6 +434,15 @@ func (e *HTTPEndpoint) changesRequest(q ChangesQuery) (string, url.Values, []byt
 		v.Set("filter", "_selector")
 		body, _ := json.Marshal(map[string]json.RawMessage{"selector": q.Selector})
 		return http.MethodPost, v, body
+	case q.Filter != "":
+		// the source runs its design doc's filter; query_params go with
+		// the query string, where the filter's req.query finds them
+		for k, val := range q.QueryParams {
+			if v.Get(k) == "" {
+				v.Set(k, val)
+			}
+		}
+		v.Set("filter", q.Filter)
 	}
 	return http.MethodGet, v, nil
 }

@@ -23,14 +23,26 @@ type CreateFunc func(ctx context.Context, name string) error
 // coordinator: no HTTP, no loopback socket. Docs still travel as JSON
 // between fetch and write, so one pipeline serves both kinds of endpoint.
 type LocalEndpoint struct {
-	db     string
-	c      *coordinator.Coordinator
-	create CreateFunc
+	db      string
+	c       *coordinator.Coordinator
+	create  CreateFunc
+	filters FilterFunc
 }
+
+// FilterFunc makes the doc filter of a database's design-doc filter
+// ("ddoc/name") with query_params as its req.query; the node builds it
+// with its JavaScript engine (the replicator runs no JavaScript itself).
+type FilterFunc func(ctx context.Context, db, filter string, query map[string]string) (func(ctx context.Context, doc []byte) (bool, error), error)
 
 // NewLocalEndpoint returns the endpoint for database db.
 func NewLocalEndpoint(c *coordinator.Coordinator, db string, create CreateFunc) *LocalEndpoint {
 	return &LocalEndpoint{db: db, c: c, create: create}
+}
+
+// WithFilters lets the endpoint run design-doc filters.
+func (e *LocalEndpoint) WithFilters(f FilterFunc) *LocalEndpoint {
+	e.filters = f
+	return e
 }
 
 func (e *LocalEndpoint) Name() string { return e.db }
@@ -64,7 +76,7 @@ func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPa
 	if q.Limit <= 0 {
 		cq.Limit = -1
 	}
-	if err := filterQuery(q, &cq); err != nil {
+	if err := e.filterQuery(ctx, q, &cq); err != nil {
 		return nil, err
 	}
 	p := &ChangesPage{}
@@ -108,7 +120,7 @@ func (e *LocalEndpoint) Changes(ctx context.Context, q ChangesQuery) (*ChangesPa
 func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page func(*ChangesPage) error) error {
 	since := seqParam(q.Since)
 	cq := coordinator.ChangesQuery{Since: since, Limit: -1, SeqInterval: q.SeqInterval}
-	if err := filterQuery(q, &cq); err != nil {
+	if err := e.filterQuery(ctx, q, &cq); err != nil {
 		return err
 	}
 	f := &feedPager{size: max(size, 1), since: q.Since, page: page}
@@ -135,6 +147,20 @@ func (e *LocalEndpoint) Feed(ctx context.Context, q ChangesQuery, size int, page
 // id; a selector matched in the coordinator on the bodies the shards send
 // with the rows, each leaf as CouchDB's style=all_docs does, so only the
 // changes with a matching leaf reach the job.
+func (e *LocalEndpoint) filterQuery(ctx context.Context, q ChangesQuery, cq *coordinator.ChangesQuery) error {
+	if q.Filter != "" {
+		if e.filters == nil {
+			return fmt.Errorf("filter %q: this node runs no design-doc filters", q.Filter)
+		}
+		f, err := e.filters(ctx, e.db, q.Filter, q.QueryParams)
+		if err != nil {
+			return err
+		}
+		cq.DocFilter = f
+	}
+	return filterQuery(q, cq)
+}
+
 func filterQuery(q ChangesQuery, cq *coordinator.ChangesQuery) error {
 	if q.DocIDs != nil {
 		ids := make(map[string]bool, len(q.DocIDs))

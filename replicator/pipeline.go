@@ -68,7 +68,8 @@ func (r *reader) read(ctx actor.Context) {
 		return
 	}
 	c := r.cfg.ctx
-	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector, Wait: true,
+	q := ChangesQuery{Since: r.since, Limit: r.limit, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector,
+		Filter: r.cfg.rep.Filter, QueryParams: r.cfg.rep.QueryParams, Wait: true,
 		Timeout: int(longpollTimeout(r.cfg.connTimeout).Milliseconds())}
 	p, err := r.cfg.source.Changes(c, q)
 	if c.Err() != nil {
@@ -113,7 +114,8 @@ func (r *reader) readFeed(ctx actor.Context) {
 		src, size := r.cfg.source, r.limit
 		// a seq per batch is all the job needs (batches are cut from pages
 		// of whole batches, so each ends on a row with a seq)
-		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector, SeqInterval: r.cfg.rep.WorkerBatchSize}
+		q := ChangesQuery{Since: r.since, DocIDs: r.cfg.rep.DocIDs, Selector: r.cfg.rep.Selector,
+			Filter: r.cfg.rep.Filter, QueryParams: r.cfg.rep.QueryParams, SeqInterval: r.cfg.rep.WorkerBatchSize}
 		fc, stop := context.WithCancel(c)
 		r.stopFeed = stop
 		r.feeding.Go(func() {

@@ -50,6 +50,9 @@ type Config struct {
 	// one). In a cluster every node sees every doc; each runs only those
 	// it owns, and takes over the docs of a node that goes down.
 	Owner func(docID string) string
+	// Filters runs design-doc filters for this node's databases (nil: a
+	// replication with one from a local source fails).
+	Filters FilterFunc
 }
 
 // Scheduler runs replication jobs: those of _replicator docs, watched by
@@ -367,7 +370,7 @@ func (s *Scheduler) owned(e *entry) bool {
 
 func (s *Scheduler) endpoint(sp *Spec, rep *Rep, connTimeout time.Duration) Endpoint {
 	if sp.Local {
-		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create)
+		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create).WithFilters(s.cfg.Filters)
 	}
 	e := NewHTTPEndpoint(sp)
 	e.Log = s.cfg.Log

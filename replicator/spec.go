@@ -124,13 +124,17 @@ func (s *Spec) idTerm() any {
 // Rep is a parsed replication request (POST /_replicate body or a
 // _replicator doc).
 type Rep struct {
-	Source, Target   *Spec
-	Continuous       bool
-	CreateTarget     bool
-	Cancel           bool
-	DocIDs           []string
-	Selector         json.RawMessage
-	selector         *mango.Selector
+	Source, Target *Spec
+	Continuous     bool
+	CreateTarget   bool
+	Cancel         bool
+	DocIDs         []string
+	Selector       json.RawMessage
+	selector       *mango.Selector
+	// Filter is a source design doc's filter ("ddoc/name"), QueryParams
+	// the req.query it is given (query_params, values as strings).
+	Filter           string
+	QueryParams      map[string]string
 	SinceSeq         string // raw JSON
 	WorkerProcesses  int
 	WorkerBatchSize  int
@@ -179,6 +183,7 @@ func ParseRep(b []byte) (*Rep, error) {
 		DocIDs             []string        `json:"doc_ids"`
 		Selector           json.RawMessage `json:"selector"`
 		Filter             string          `json:"filter"`
+		QueryParams        json.RawMessage `json:"query_params"`
 		SinceSeq           json.RawMessage `json:"since_seq"`
 		WorkerProcesses    int             `json:"worker_processes"`
 		WorkerBatchSize    int             `json:"worker_batch_size"`
@@ -235,7 +240,31 @@ func ParseRep(b []byte) (*Rep, error) {
 	switch v.Filter {
 	case "", "_doc_ids", "_selector":
 	default:
-		return nil, fmt.Errorf("filter %q is not supported (only doc_ids and selector)", v.Filter)
+		parts := strings.FieldsFunc(v.Filter, func(r rune) bool { return r == '/' })
+		if len(parts) != 2 || strings.HasPrefix(v.Filter, "_") {
+			return nil, fmt.Errorf("filter %q must be of the form `designname/filtername`", v.Filter)
+		}
+		if r.DocIDs != nil || len(v.Selector) > 0 && string(v.Selector) != "null" {
+			return nil, errors.New("filter, doc_ids and selector are mutually exclusive")
+		}
+		r.Filter = parts[0] + "/" + parts[1]
+		if len(v.QueryParams) > 0 && string(v.QueryParams) != "null" {
+			var qp map[string]json.RawMessage
+			if err := json.Unmarshal(v.QueryParams, &qp); err != nil {
+				return nil, errors.New("query_params must be an object")
+			}
+			r.QueryParams = make(map[string]string, len(qp))
+			for k, raw := range qp {
+				// CouchDB hands the filter strings: a string as it is,
+				// anything else as its JSON
+				var str string
+				if json.Unmarshal(raw, &str) == nil {
+					r.QueryParams[k] = str
+				} else {
+					r.QueryParams[k] = string(raw)
+				}
+			}
+		}
 	}
 	if len(v.Selector) > 0 && string(v.Selector) != "null" {
 		if r.DocIDs != nil {
@@ -280,6 +309,11 @@ func (r *Rep) BaseID(serverUUID string) string {
 		var v any
 		_ = json.Unmarshal(r.Selector, &v)
 		term = append(term, "selector", v)
+	case r.Filter != "":
+		// CouchDB also hashes the filter function's source, read from
+		// the source; settee hashes its name and parameters (an edited
+		// filter function resumes from the same checkpoint)
+		term = append(term, "filter", r.Filter, r.QueryParams)
 	}
 	if r.SinceSeq != "" {
 		term = append(term, "since_seq", r.SinceSeq)
