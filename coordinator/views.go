@@ -288,6 +288,9 @@ func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
 			if vc.c.otherCopy(vc.r, vc.skip) == nil {
 				return fmt.Errorf("coordinator: view: %w", err)
 			}
+			// another copy's index may be behind the one that failed:
+			// it catches up as the query asked before it answers
+			q.Update = vc.a.Update
 			continue
 		}
 		vc.rows, vc.i, vc.more, vc.next = reply.Rows, 0, reply.More, reply.Next

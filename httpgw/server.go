@@ -85,7 +85,8 @@ type Gateway struct {
 	auth    *authenticator
 	// corsSnap is the CORS settings parsed from _config (cors.go)
 	corsSnap atomic.Pointer[corsSnapshot]
-	vdus     vduCache // validate_doc_update functions by database (validate.go)
+	vdus     vduCache    // validate_doc_update functions by database (validate.go)
+	designs  designCache // parsed design docs (views.go)
 }
 
 // New builds a gateway.

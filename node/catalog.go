@@ -198,6 +198,18 @@ func (c *catalog) ReadPID(ref *pb.ShardRef) *actor.PID {
 
 // LocalCopy implements views.Copies: this node's copy and its reader.
 func (c *catalog) LocalCopy(ref *pb.ShardRef) (uint32, views.Changes, bool) {
+	// a ref from another node carries that node's view of the record, with
+	// no handle (handles are each node's own): this node's copy of the
+	// range is found in its own record
+	if ref.Node == c.node {
+		if rec := c.record(ref.Db); rec != nil {
+			for _, s := range rec.Shards {
+				if s.Node == c.node && s.RangeBegin == ref.RangeBegin && s.RangeEnd == ref.RangeEnd {
+					ref = s
+				}
+			}
+		}
+	}
 	lr := c.LocalReader(ref)
 	r, ok := lr.(*shard.Reader)
 	if !ok || r == nil {

@@ -245,6 +245,7 @@ func (x *index) rowsBefore(txn *badger.Txn, v int, suffix []byte) uint64 {
 	var n uint64
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = prefix
+	opts.PrefetchValues = false // counts are tiny and in the LSM: no prefetch goroutines
 	it := txn.NewIterator(opts)
 	bk := append(append([]byte{}, prefix...), bucket...)
 	for it.Seek(prefix); it.Valid(); it.Next() {
