@@ -314,7 +314,7 @@ var renderSteps = []ddocStep{
 // normDDoc makes answers comparable: normView's revs; changes' rows sorted
 // by id and their seqs typed (a seq is the server's own).
 func normDDoc(v any) any {
-	v = normView(v, "")
+	v = normHashes(normView(v, ""))
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
@@ -334,6 +334,26 @@ func normDDoc(v any) any {
 	}
 	return m
 }
+
+// normHashes normalises the revs inside strings (a doc a function
+// stringified into an error's reason).
+func normHashes(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normHashes(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normHashes(e)
+		}
+	case string:
+		return bareHash.ReplaceAllString(normText(x), "<hash>")
+	}
+	return v
+}
+
+var bareHash = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 
 // revText normalises the revs in a text answer or header.
 var revText = regexp.MustCompile(`\b(\d+)-[0-9a-f]{32}\b`)
