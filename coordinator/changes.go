@@ -183,21 +183,21 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if q.IncludeDocs {
 			cr.Json, cr.Atts = row.Json, row.Atts
 		}
-		if q.Selector != nil {
-			ok, err := c.selectRow(ctx, curs[best].ref, row, q, cr)
-			if err != nil {
-				return "", err
+		if q.Selector != nil || q.DocFilter != nil {
+			// a JavaScript filter or filter=_view picks leaves as the
+			// selector does (CouchDB filters each leaf with all_docs)
+			match := func(rb *pb.RevBody, conflicts bool) (bool, error) {
+				return matchRev(q.Selector, row.Info, rb, conflicts), nil
 			}
-			if !ok {
-				continue
+			if q.DocFilter != nil {
+				match = func(rb *pb.RevBody, conflicts bool) (bool, error) {
+					if rb.Json == nil {
+						rb = &pb.RevBody{Rev: rb.Rev, Deleted: rb.Deleted, Json: []byte("{}"), Atts: rb.Atts}
+					}
+					return q.DocFilter(ctx, couchdoc.Append(nil, row.Info.Id, row.Info, rb, &couchdoc.Options{Conflicts: conflicts}))
+				}
 			}
-		}
-		if q.DocFilter != nil {
-			rb := &pb.RevBody{Rev: row.Info.Winner, Deleted: row.Info.Deleted, Json: row.Json, Atts: row.Atts}
-			if rb.Json == nil {
-				rb.Json = []byte("{}")
-			}
-			ok, err := q.DocFilter(ctx, couchdoc.Append(nil, row.Info.Id, row.Info, rb, &couchdoc.Options{Conflicts: true}))
+			ok, err := c.selectRow(ctx, curs[best].ref, row, q, cr, match)
 			if err != nil {
 				return "", err
 			}
@@ -227,16 +227,19 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 // selectRow matches a row against q.Selector, listing in cr.Revs the
 // leaves that match when q.AllLeaves. ref is the copy the row came from,
 // which holds its leaves.
-func (c *Coordinator) selectRow(ctx context.Context, ref *pb.ShardRef, row *pb.Row, q ChangesQuery, cr *ChangeRow) (bool, error) {
+func (c *Coordinator) selectRow(ctx context.Context, ref *pb.ShardRef, row *pb.Row, q ChangesQuery, cr *ChangeRow, matchRev func(*pb.RevBody, bool) (bool, error)) (bool, error) {
 	info := row.Info
 	winner := &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: row.Json, Atts: row.Atts}
 	if !q.AllLeaves {
 		// CouchDB opens the winner with its conflicts (main_only)
-		return matchRev(q.Selector, info, winner, true), nil
+		return matchRev(winner, true)
 	}
 	leaves := revtree.Leaves(info)
 	match := make(map[string]bool, len(leaves))
-	match[info.Winner] = matchRev(q.Selector, info, winner, false)
+	var err error
+	if match[info.Winner], err = matchRev(winner, false); err != nil {
+		return false, err
+	}
 	var others []string
 	for _, l := range leaves {
 		if r := l.Rev.String(); r != info.Winner {
@@ -255,7 +258,9 @@ func (c *Coordinator) selectRow(ctx context.Context, ref *pb.ShardRef, row *pb.R
 			// a leaf gone since the row was read (compacted under a newer
 			// edit) is not shown, as CouchDB skips a rev it cannot open
 			if !b.Missing {
-				match[b.Rev] = matchRev(q.Selector, info, b, false)
+				if match[b.Rev], err = matchRev(b, false); err != nil {
+					return false, err
+				}
 			}
 		}
 	}

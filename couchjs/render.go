@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/dop251/goja"
 )
@@ -19,6 +20,9 @@ type Response struct {
 	Code    int
 	Headers map[string]string
 	Body    []byte
+	// JSON: the body is the response's json member (CouchDB sends it as
+	// JSON, without the sandbox CSP of rendered bodies)
+	JSON bool
 }
 
 // DDoc is a design doc's functions with the doc as their `this` and its
@@ -300,7 +304,8 @@ func (d *DDoc) Update(ctx context.Context, src string, doc, req []byte) (newDoc 
 		if err := v.rt.ExportTo(r, &pair); err != nil {
 			return fmt.Errorf("couchjs: update answer: %w", err)
 		}
-		if pair[0] != nil {
+		if pair[0] != nil && strings.HasPrefix(*pair[0], "{") {
+			// only an object is a doc to save (CouchDB ignores the rest)
 			newDoc = []byte(*pair[0])
 		}
 		if pair[1] == nil {
@@ -422,6 +427,7 @@ func parseResponse(b []byte) (*Response, error) {
 	case r.JSON != nil:
 		// CouchDB's encoder, then a newline, as CouchDB sends it.
 		resp.Body = append(couchNumbers(r.JSON), '\n')
+		resp.JSON = true
 		ctype = "application/json"
 	case r.Base64 != nil:
 		dec, err := base64.StdEncoding.DecodeString(*r.Base64)

@@ -148,7 +148,6 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	u := &pb.DocUpdate{Id: id, Rev: rev, Body: []byte("{}"), HasAtts: true}
 	if base != nil {
 		u.Body = base.Json
-		_ = info
 		for _, a := range base.Atts {
 			if a.Name != name {
 				u.Atts = append(u.Atts, &pb.Att{Name: a.Name, Stub: true})
@@ -179,6 +178,9 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		u.Atts = append(u.Atts, att)
 	}
 	couchdoc.SortAttachments(u.Atts)
+	if err := g.validateAttWrite(rq, db, info, base, u); err != nil {
+		return err
+	}
 	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, w)
 	if err != nil {
 		return err

@@ -273,7 +273,11 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		}
 		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now+"\x00"+string(c.body))))
 	}
-	rq.w.WriteHeader(200)
+	if c.feed != "normal" || q.DocFilter == nil {
+		rq.w.WriteHeader(200)
+	}
+	// else the status waits for the first bytes: a JavaScript filter that
+	// fails before any went out is an error answer (CouchDB's 500)
 
 	switch c.feed {
 	case "normal", "longpoll":
@@ -285,6 +289,10 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 			w.flush()
 		}
 		n, last, pending, err := g.changesPass(rq, db, c, q, w, "normal")
+		if err != nil && c.feed == "normal" && q.DocFilter != nil && !w.wrote {
+			h.Del("ETag")
+			return err
+		}
 		if c.feed == "longpoll" && !c.descending {
 			if err == nil && n == 0 {
 				w.raw("\n")

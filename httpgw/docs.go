@@ -281,11 +281,13 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 			return err
 		}
 	}
-	if isDesign(id) && !d.Deleted {
-		if err := g.checkDesign(id, d.Body); err != nil {
-			return err
+	if isDesign(id) {
+		if !d.Deleted {
+			if err := g.checkDesign(id, d.Body); err != nil {
+				return err
+			}
 		}
-		defer g.vdus.forget(db)
+		defer g.vdus.forget(db) // a deleted one's function goes too
 	}
 	if err := g.validateWrite(rq, db, id, d, newEdits); err != nil {
 		return err
@@ -486,6 +488,9 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		if d, err = g.checkUserWrite(rq, destID, d, true); err != nil {
 			return err
 		}
+	}
+	if err := g.validateWrite(rq, db, destID, d, true); err != nil {
+		return err
 	}
 	u, err := docUpdate(0, destID, d, true)
 	if err != nil {

@@ -1,18 +1,28 @@
 package httpgw
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/settee/settee/couchjs"
 
 	pb "github.com/settee/settee/proto"
 )
 
 // jsReq is the request object CouchDB hands a design-doc function (its
-// chttpd_external:json_req_obj): method, paths, query, headers, body,
-// peer, cookies, the user and the database's security.
-func (g *Gateway) jsReq(rq *req, db string, body []byte, id any) ([]byte, error) {
+// chttpd_external:json_req_obj): info (the database's), uuid, id, method,
+// requested_path (the raw URI split on "/", the query in its last part),
+// path, raw_path, query, headers, body (a JSON value: the body as a
+// string, "undefined" without one, the parsed object for _changes), peer,
+// form (a urlencoded body's fields), cookie, userCtx and secObj.
+func (g *Gateway) jsReq(rq *req, db string, body json.RawMessage, id any) ([]byte, error) {
 	query := map[string]string{}
 	for k, v := range rq.q {
 		query[k] = v[len(v)-1]
@@ -23,34 +33,36 @@ func (g *Gateway) jsReq(rq *req, db string, body []byte, id any) ([]byte, error)
 			headers[k] = v[0]
 		}
 	}
+	if rq.r.Host != "" {
+		headers["Host"] = rq.r.Host // net/http keeps it out of Header
+	}
 	cookies := map[string]string{}
 	for _, c := range rq.r.Cookies() {
 		cookies[c.Name] = c.Value
 	}
+	form := map[string]string{}
+	if ct, _, _ := strings.Cut(rq.r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) == "application/x-www-form-urlencoded" {
+		var s string
+		if json.Unmarshal(body, &s) == nil {
+			if vs, err := url.ParseQuery(s); err == nil {
+				for k, v := range vs {
+					form[k] = v[len(v)-1]
+				}
+			}
+		}
+	}
 	peer, _, _ := net.SplitHostPort(rq.r.RemoteAddr)
-	user := map[string]any{"db": db, "name": nil, "roles": []string{}}
-	if rq.user != nil {
-		user["name"], user["roles"] = rq.user.Name, rq.user.Roles
-	}
-	var sec json.RawMessage = []byte("{}")
-	if info, err := g.c.DBInfo(rq.ctx, db); err == nil && len(info.Meta.Security) > 0 {
-		sec = info.Meta.Security
-	}
 	var info json.RawMessage = []byte("{}")
 	if b, err := g.dbInfo(rq, db); err == nil {
 		info = b
-	}
-	var bodyV any = "undefined"
-	if len(body) > 0 {
-		bodyV = string(body)
 	}
 	path := strings.Split(strings.Trim(rq.r.URL.Path, "/"), "/")
 	raw := rq.r.URL.RequestURI()
 	return json.Marshal(map[string]any{
 		"info": info, "uuid": uuids.next(), "id": id, "method": rq.r.Method,
 		"requested_path": strings.Split(strings.Trim(raw, "/"), "/"), "path": path, "raw_path": raw,
-		"query": query, "headers": headers, "body": bodyV, "peer": peer, "form": map[string]string{},
-		"cookie": cookies, "userCtx": user, "secObj": sec,
+		"query": query, "headers": headers, "body": body, "peer": peer, "form": form,
+		"cookie": cookies, "userCtx": json.RawMessage(userCtxJSON(rq, db)), "secObj": json.RawMessage(g.secObj(rq, db)),
 	})
 }
 
@@ -71,8 +83,9 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 	if err != nil || r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
 		return nil, errMissing
 	}
+	ddocJSON := appendDoc(r)
 	var ddoc map[string]json.RawMessage
-	if err := json.Unmarshal(r.Bodies[0].Json, &ddoc); err != nil {
+	if err := json.Unmarshal(ddocJSON, &ddoc); err != nil {
 		return nil, errMissing
 	}
 	var fns map[string]json.RawMessage
@@ -94,12 +107,12 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 		_ = json.Unmarshal(views["lib"], &lib)
 		ms, err := g.cfg.JS.NewMapSet([]string{v.Map}, lib)
 		if err != nil {
-			return nil, jsErr(err)
+			return nil, err
 		}
 		return func(ctx context.Context, doc []byte) (bool, error) {
 			out, err := ms.MapDocs(ctx, [][]byte{doc})
 			if err != nil {
-				return false, jsErr(err)
+				return false, err
 			}
 			return len(out) > 0 && len(out[0]) > 0 && len(out[0][0]) > 0, nil
 		}, nil
@@ -108,15 +121,42 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 	if err := json.Unmarshal(raw, &src); err != nil {
 		return nil, badRequest("filter " + names[1] + " is not a string")
 	}
-	jreq, err := g.jsReq(rq, db, c.body, nil)
+	// a POST's body is req.body as the parsed JSON (CouchDB 3.5.2); it
+	// picks the rows as much as the query does, so it goes into the ETag
+	body := json.RawMessage(`"undefined"`)
+	if rq.r.Method == http.MethodPost {
+		if c.body == nil {
+			if c.body, err = readBody(rq, g.cfg.MaxRequestSize); err != nil {
+				return nil, err
+			}
+		}
+		if len(bytes.TrimSpace(c.body)) > 0 {
+			if !json.Valid(c.body) {
+				return nil, errInvalidJSON
+			}
+			body = c.body
+		}
+	}
+	jreq, err := g.jsReq(rq, db, body, nil)
 	if err != nil {
 		return nil, err
 	}
+	fd := g.cfg.JS.DDoc(ddocJSON)
 	return func(ctx context.Context, doc []byte) (bool, error) {
-		out, err := g.cfg.JS.Filter(ctx, src, [][]byte{doc}, jreq)
+		out, err := fd.Filter(ctx, src, [][]byte{doc}, jreq)
 		if err != nil {
-			return false, jsErr(err)
+			return false, filterErr(err)
 		}
 		return len(out) > 0 && out[0], nil
 	}, nil
+}
+
+// filterErr is a filter's failure as CouchDB answers it: 500 "error" with
+// the JavaScript error's name first in Erlang's words.
+func filterErr(err error) error {
+	var je *couchjs.Error
+	if errors.As(err, &je) {
+		return newErr(500, "error", fmt.Sprintf("{<<%q>>,%q}", je.Code, je.Reason))
+	}
+	return err
 }

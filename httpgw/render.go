@@ -1,7 +1,9 @@
 package httpgw
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,24 +17,49 @@ import (
 
 // _show, _list and _update: a design doc's JavaScript renders a doc, a
 // view's rows or an update, with CouchDB's request object (jsReq) and
-// response ({code, headers, body | json | base64}, or a string).
+// response ({code, headers, body | json | base64}, or a string), the
+// design doc as the function's `this`. CouchDB 3.x's headers: a
+// Content-Security-Policy of "sandbox" on what the function rendered
+// (not on a {json: …} answer, which CouchDB sends as JSON), Vary: Accept
+// on a show.
 
-// designFn reads a design doc's function: member (shows, lists, updates)
-// and name.
-func (g *Gateway) designFn(rq *req, db, ddocID, member, name string) (string, error) {
+// designFn reads a design doc (its JSON) and its function member.name:
+// 404 missing without the doc, "missing json key: name" without the
+// function, as CouchDB.
+func (g *Gateway) designFn(rq *req, db, ddocID, member, name string) (string, []byte, error) {
 	r, err := g.c.GetDocR(rq.ctx, db, &pb.GetDoc{Id: ddocID}, 1)
 	if err != nil || r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
-		return "", errMissing
+		return "", nil, errMissing
 	}
-	var ddoc map[string]json.RawMessage
-	if err := json.Unmarshal(r.Bodies[0].Json, &ddoc); err != nil {
-		return "", errMissing
+	ddoc := appendDoc(r)
+	var d map[string]json.RawMessage
+	if err := json.Unmarshal(ddoc, &d); err != nil {
+		return "", nil, errMissing
 	}
-	var fns map[string]string
-	if err := json.Unmarshal(ddoc[member], &fns); err != nil || fns[name] == "" {
-		return "", newErr(404, "not_found", "missing function "+name+" on design doc "+ddocID)
+	var fns map[string]json.RawMessage
+	_ = json.Unmarshal(d[member], &fns)
+	var src string
+	if raw, ok := fns[name]; !ok || json.Unmarshal(raw, &src) != nil {
+		return "", nil, newErr(404, "not_found", "missing json key: "+name)
 	}
-	return fns[name], nil
+	return src, ddoc, nil
+}
+
+// renderErr is a render function's failure as CouchDB answers it: a
+// response object the function built wrong (a body that is no string) is
+// Erlang's badarg.
+func renderErr(err error) error {
+	var je *couchjs.Error
+	if errors.As(err, &je) && je.Code == "not_acceptable" {
+		return newErr(406, je.Code, je.Reason)
+	}
+	if err == nil || errors.As(err, &je) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if strings.Contains(err.Error(), "response object") {
+		return newErr(500, "unknown_error", "badarg")
+	}
+	return err
 }
 
 // writeJSResponse sends what a render function answered.
@@ -46,6 +73,9 @@ func (g *Gateway) writeJSResponse(rq *req, resp *couchjs.Response, defaultCode i
 	}
 	if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "text/html; charset=utf-8")
+	}
+	if !resp.JSON && h.Get("Content-Security-Policy") == "" {
+		h.Set("Content-Security-Policy", "sandbox")
 	}
 	code := resp.Code
 	if code == 0 {
@@ -66,85 +96,116 @@ func (g *Gateway) renderBody(rq *req) ([]byte, error) {
 	return readBody(rq, g.cfg.MaxRequestSize)
 }
 
+// readDocFor is the doc a show or update renders: nil (null) when it is
+// missing or deleted, as CouchDB hands the function null.
+func (g *Gateway) readDocFor(rq *req, db, docID, rev string) []byte {
+	m := &pb.GetDoc{Id: docID}
+	if rev != "" {
+		m.Revs = []string{rev}
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, m)
+	if err != nil || r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
+		return nil
+	}
+	// CouchDB opens it with its history (_revisions)
+	return couchdoc.Append(nil, r.Info.Id, r.Info, r.Bodies[0], &couchdoc.Options{Revs: true})
+}
+
 // handleShow is /db/_design/d/_show/name[/docid].
 func (g *Gateway) handleShow(rq *req, db, ddocID string, rest []string) error {
-	if len(rest) == 0 {
+	if len(rest) == 0 || rest[0] == "" {
 		return errMissing
 	}
-	src, err := g.designFn(rq, db, ddocID, "shows", rest[0])
+	src, ddoc, err := g.designFn(rq, db, ddocID, "shows", rest[0])
 	if err != nil {
 		return err
 	}
-	doc := []byte("null")
+	var doc []byte
 	var id any
+	docRev := ""
 	if len(rest) > 1 {
 		docID := strings.Join(rest[1:], "/")
 		id = docID
-		m := &pb.GetDoc{Id: docID}
-		if rev := rq.q.Get("rev"); rev != "" {
-			m.Revs = []string{rev}
+		doc = g.readDocFor(rq, db, docID, rq.q.Get("rev"))
+		var r struct {
+			Rev string `json:"_rev"`
 		}
-		if r, err := g.c.GetDoc(rq.ctx, db, m); err == nil && r.Info != nil && len(r.Bodies) > 0 && !r.Bodies[0].Missing && !r.Bodies[0].Deleted {
-			doc = appendDoc(r)
-		}
+		_ = json.Unmarshal(doc, &r)
+		docRev = r.Rev
 	}
 	body, err := g.renderBody(rq)
 	if err != nil {
 		return err
 	}
-	jreq, err := g.jsReq(rq, db, body, id)
+	jreq, err := g.jsReq(rq, db, textBody(body), id)
 	if err != nil {
 		return err
 	}
-	resp, err := g.cfg.JS.Show(rq.ctx, src, doc, jreq)
+	resp, err := g.cfg.JS.DDoc(ddoc).Show(rq.ctx, src, doc, jreq)
 	if err != nil {
-		return jsErr(err)
+		return renderErr(err)
 	}
+	// the answer varies with the doc, the design doc, the user and what
+	// the client accepts (CouchDB's show ETag)
+	h := rq.w.Header()
+	h.Set("Vary", "Accept")
+	h.Set("ETag", etagOf([]byte(docRev+"\x00"+string(ddoc)+"\x00"+rq.r.Header.Get("Accept")+"\x00"+string(userCtxJSON(rq, db))+"\x00"+rq.r.URL.RawQuery)))
 	return g.writeJSResponse(rq, resp, 200)
+}
+
+// textBody is a request body as req.body: the string, or "undefined"
+// when the request had none (CouchDB's answer).
+func textBody(body []byte) json.RawMessage {
+	if body == nil {
+		body = []byte("undefined")
+	}
+	b, _ := json.Marshal(string(body))
+	return b
 }
 
 // handleUpdate is POST|PUT /db/_design/d/_update/name[/docid]: the
 // function answers the doc to save (or null) and the response.
 func (g *Gateway) handleUpdate(rq *req, db, ddocID string, rest []string) error {
 	if rq.r.Method != http.MethodPost && rq.r.Method != http.MethodPut {
-		return methodNotAllowed("PUT,POST")
+		return newErr(405, "method_not_allowed", "Update functions do not allow "+rq.r.Method)
 	}
-	if len(rest) == 0 {
+	if len(rest) == 0 || rest[0] == "" {
 		return errMissing
 	}
-	src, err := g.designFn(rq, db, ddocID, "updates", rest[0])
+	src, ddoc, err := g.designFn(rq, db, ddocID, "updates", rest[0])
 	if err != nil {
 		return err
 	}
-	doc := []byte("null")
+	var doc []byte
 	var id any
 	if len(rest) > 1 {
 		docID := strings.Join(rest[1:], "/")
 		id = docID
-		if r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: docID}); err == nil && r.Info != nil && len(r.Bodies) > 0 && !r.Bodies[0].Missing && !r.Bodies[0].Deleted {
-			doc = appendDoc(r)
-		}
+		doc = g.readDocFor(rq, db, docID, "")
 	}
 	body, err := g.renderBody(rq)
 	if err != nil {
 		return err
 	}
-	jreq, err := g.jsReq(rq, db, body, id)
+	jreq, err := g.jsReq(rq, db, textBody(body), id)
 	if err != nil {
 		return err
 	}
-	newDoc, resp, err := g.cfg.JS.Update(rq.ctx, src, doc, jreq)
+	newDoc, resp, err := g.cfg.JS.DDoc(ddoc).Update(rq.ctx, src, doc, jreq)
 	if err != nil {
-		return jsErr(err)
+		return renderErr(err)
 	}
 	code := 200
-	if len(newDoc) > 0 && string(newDoc) != "null" {
+	if len(newDoc) > 0 && newDoc[0] == '{' {
 		d, err := docjson.ParseDoc(newDoc)
 		if err != nil {
 			return err
 		}
-		if !d.HasID {
-			return newErr(500, "render_error", "Document id must be a string")
+		if !d.HasID || d.ID == "" {
+			return newErr(400, "illegal_docid", "Document id must not be empty")
+		}
+		if err := checkDocID(d.ID); err != nil {
+			return err
 		}
 		rev, err := g.saveUpdated(rq, db, d)
 		if err != nil {
@@ -161,6 +222,12 @@ func (g *Gateway) handleUpdate(rq *req, db, ddocID string, rest []string) error 
 func (g *Gateway) saveUpdated(rq *req, db string, d *docjson.Doc) (string, error) {
 	if err := g.requireMember(rq, db); err != nil {
 		return "", err
+	}
+	if isDesign(d.ID) {
+		if err := g.requireDBAdmin(rq, db); err != nil {
+			return "", err
+		}
+		defer g.vdus.forget(db)
 	}
 	if err := g.validateWrite(rq, db, d.ID, d, true); err != nil {
 		return "", err
@@ -180,12 +247,14 @@ func (g *Gateway) saveUpdated(rq *req, db string, d *docjson.Doc) (string, error
 }
 
 // handleList is /db/_design/d/_list/list/view or …/_list/list/ddoc/view:
-// the list function reads the view's rows with getRow() and sends chunks.
+// the list function pulls the view's rows with getRow() as the view
+// streams them (a goroutine reads the view into a channel the function
+// drains), and its chunks go out as couchjs flushes them.
 func (g *Gateway) handleList(rq *req, db, ddocID string, rest []string) error {
 	if len(rest) < 2 {
 		return errMissing
 	}
-	src, err := g.designFn(rq, db, ddocID, "lists", rest[0])
+	src, ddoc, err := g.designFn(rq, db, ddocID, "lists", rest[0])
 	if err != nil {
 		return err
 	}
@@ -197,60 +266,91 @@ func (g *Gateway) handleList(rq *req, db, ddocID string, rest []string) error {
 	if err != nil {
 		return err
 	}
-	ddoc, def, err := g.loadDesign(rq, db, viewDDoc)
+	vddoc, def, err := g.loadDesign(rq, db, viewDDoc)
 	if err != nil {
 		return err
 	}
-	// the rows are collected for the function (its getRow() pulls them);
-	// a list is a rendering of a page of rows, not a bulk export
-	col := &collectOut{}
-	if err := g.runView(rq, db, viewDDoc, ddoc, def, view, a, col, true); err != nil {
-		return err
+	if _, ok := def.View(view); !ok {
+		return newErr(404, "not_found", "missing_named_view")
 	}
 	body, err := g.renderBody(rq)
 	if err != nil {
 		return err
 	}
-	jreq, err := g.jsReq(rq, db, body, nil)
+	jreq, err := g.jsReq(rq, db, textBody(body), nil)
 	if err != nil {
 		return err
 	}
-	head := col.head
-	if len(head) == 0 {
-		head = []byte(`{}`)
-	}
-	i := 0
-	next := func() ([]byte, bool) {
-		if i >= len(col.rows) {
-			return nil, false
+
+	ctx, cancel := context.WithCancel(rq.ctx)
+	defer cancel()
+	feed := &listFeed{ctx: ctx, head: make(chan []byte, 1), rows: make(chan []byte, 64)}
+	viewDone := make(chan error, 1)
+	vrq := *rq
+	vrq.ctx = ctx
+	go func() {
+		err := g.runView(&vrq, db, viewDDoc, vddoc, def, view, a, feed, true)
+		close(feed.rows)
+		viewDone <- err
+	}()
+	// the head comes first, or the view's error (an ordinary answer)
+	var head []byte
+	select {
+	case head = <-feed.head:
+	case err := <-viewDone:
+		if err != nil {
+			return err
 		}
-		i++
-		return col.rows[i-1], true
+		head = []byte("{}")
+		viewDone <- nil
 	}
-	var sent []byte
-	resp, err := g.cfg.JS.List(rq.ctx, src, head, jreq, next, func(chunk string) error {
-		sent = append(sent, chunk...)
-		return nil
-	})
+	next := func() ([]byte, bool) {
+		b, ok := <-feed.rows
+		return b, ok
+	}
+	// the status line waits for the first chunk with content: a function
+	// that fails before sending anything is answered 500 (CouchDB's
+	// answer too), with the headers start() gave
+	lw := &listWriter{rq: rq}
+	err = g.cfg.JS.DDoc(ddoc).ListStream(ctx, src, head, jreq, next, lw.start, lw.send)
+	cancel()
+	verr := <-viewDone
+	if err == nil && verr != nil && !errors.Is(verr, context.Canceled) {
+		err = verr
+	}
 	if err != nil {
-		return jsErr(err)
+		if lw.resp == nil && !lw.sent {
+			return renderErr(err)
+		}
+		// CouchDB ends the answer with the error as a last chunk
+		ce := toCouch(renderErr(err))
+		b, _ := json.Marshal(struct {
+			Code   int    `json:"code"`
+			Error  string `json:"error"`
+			Reason string `json:"reason"`
+		}{ce.status, ce.code, ce.reason})
+		if !lw.sent {
+			lw.resp.Code = ce.status
+		}
+		_ = lw.send("\n" + string(b) + "\n")
+		return nil
 	}
-	if resp == nil {
-		resp = &couchjs.Response{}
+	if !lw.sent {
+		lw.commit()
 	}
-	resp.Body = append(sent, resp.Body...)
-	return g.writeJSResponse(rq, resp, 200)
+	return nil
 }
 
-// collectOut keeps a view's answer for a list function: its head as the
-// function's head object ({total_rows, offset}) and its rows.
-type collectOut struct {
-	head []byte
-	rows [][]byte
+// listFeed is a view's answer fed to a list function: its head (the
+// object without rows: {total_rows, offset}, or {} for a reduce) and its
+// rows, each copied (the writer reuses its buffer).
+type listFeed struct {
+	ctx  context.Context
+	head chan []byte
+	rows chan []byte
 }
 
-func (c *collectOut) open(head []byte) error {
-	// head is `{"total_rows":N,"offset":M,"rows":[`: the object without rows
+func (f *listFeed) open(head []byte) error {
 	h := strings.TrimSuffix(string(head), `"rows":[`)
 	h = strings.TrimSuffix(h, ",")
 	if h == "{" {
@@ -258,12 +358,69 @@ func (c *collectOut) open(head []byte) error {
 	} else {
 		h += "}"
 	}
-	c.head = []byte(h)
+	f.head <- []byte(h)
 	return nil
 }
 
-func (c *collectOut) row(b []byte) error {
-	c.rows = append(c.rows, append([]byte(nil), b...))
+func (f *listFeed) row(b []byte) error {
+	select {
+	case f.rows <- append([]byte(nil), b...):
+		return nil
+	case <-f.ctx.Done():
+		return f.ctx.Err()
+	}
+}
+
+// listWriter sends a list's answer: the status and headers of start()
+// before the first chunk with content, the chunks as they come.
+type listWriter struct {
+	rq   *req
+	resp *couchjs.Response
+	sent bool
+}
+
+func (w *listWriter) start(r *couchjs.Response) error {
+	w.resp = r
+	return nil
+}
+
+func (w *listWriter) commit() {
+	h := w.rq.w.Header()
+	code := 200
+	if w.resp != nil {
+		for k, v := range w.resp.Headers {
+			h.Set(k, v)
+		}
+		if w.resp.Code != 0 {
+			code = w.resp.Code
+		}
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	if h.Get("Content-Security-Policy") == "" {
+		h.Set("Content-Security-Policy", "sandbox")
+	}
+	w.rq.w.WriteHeader(code)
+	w.sent = true
+}
+
+func (w *listWriter) send(chunk string) error {
+	if chunk == "" {
+		return nil
+	}
+	if !w.sent {
+		w.commit()
+	}
+	if w.rq.r.Method == http.MethodHead {
+		return nil
+	}
+	if _, err := w.rq.w.Write([]byte(chunk)); err != nil {
+		return err
+	}
+	if f, ok := w.rq.w.(http.Flusher); ok {
+		f.Flush()
+	}
 	return nil
 }
 

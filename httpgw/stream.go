@@ -7,9 +7,10 @@ import (
 // rowWriter buffers streamed rows and hands them to the connection in
 // chunks, so rows go out as they are read without a syscall per row.
 type rowWriter struct {
-	rq  *req
-	buf []byte
-	err error
+	rq    *req
+	buf   []byte
+	err   error
+	wrote bool // bytes went to the client
 }
 
 const flushAt = 32 << 10
@@ -35,6 +36,7 @@ func (w *rowWriter) line(b []byte) {
 func (w *rowWriter) write() {
 	if w.err == nil && len(w.buf) > 0 && w.rq.r.Method != http.MethodHead {
 		_, w.err = w.rq.w.Write(w.buf)
+		w.wrote = true
 	}
 	w.buf = w.buf[:0]
 }
