@@ -823,7 +823,7 @@ func (g *Gateway) checkDesign(id string, body []byte) error {
 func jsErr(err error) error {
 	var je *couchjs.Error
 	if errors.As(err, &je) {
-		return newErr(400, je.Code, je.Reason)
+		return newErr(jsStatus(je.Code), je.Code, je.Reason)
 	}
 	return err
 }
