@@ -175,9 +175,25 @@ func (c *counts) flush() error {
 	for _, vc := range c.views {
 		vc.it.Close()
 	}
-	for _, vc := range c.views {
+	for v, vc := range c.views {
+		// a bucket whose rows changed loses its kept reduction (a query
+		// computes it again)
+		rp := c.x.ks.reductionPrefix(v)
 		for key := range vc.removed {
 			if err := c.txn.Delete(append(append([]byte{}, vc.prefix...), key...)); err != nil {
+				return err
+			}
+			if err := c.txn.Delete(append(append([]byte{}, rp...), key...)); err != nil {
+				return err
+			}
+		}
+		for key := range vc.set {
+			if err := c.txn.Delete(append(append([]byte{}, rp...), key...)); err != nil {
+				return err
+			}
+		}
+		for key := range vc.delta {
+			if err := c.txn.Delete(append(append([]byte{}, rp...), key...)); err != nil {
 				return err
 			}
 		}

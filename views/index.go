@@ -37,6 +37,9 @@ type Changes interface {
 // last one with no row lost or doubled.
 type checkpoint struct {
 	Seq uint64 `json:"seq"`
+	// Gen counts the index's commits: a reduction computed on a snapshot
+	// is kept only while no commit came after it (reductions.go)
+	Gen uint64 `json:"gen"`
 	// PurgeSeq is the copy's purges the index has applied: a doc purged
 	// whole leaves no change to read, only a purge info
 	PurgeSeq uint64   `json:"purge_seq"`
@@ -150,6 +153,7 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 	next := cp
 	next.Counts = append([]uint64(nil), cp.Counts...)
 	next.Seq = last
+	next.Gen++
 	err := storage.Update(x.db, func(txn *badger.Txn) error {
 		cnt := x.newCounts(txn)
 		for _, d := range todo {
@@ -335,7 +339,7 @@ func (x *index) purges(cp checkpoint) (checkpoint, bool, error) {
 			return cp, false, err
 		}
 		fresh := checkpoint{Counts: make([]uint64, len(x.def.Views)), DDoc: cp.DDoc, Views: cp.Views,
-			PurgeSeq: infos[len(infos)-1].PurgeSeq}
+			PurgeSeq: infos[len(infos)-1].PurgeSeq, Gen: cp.Gen + 1}
 		return fresh, true, nil
 	}
 	ids := make([]string, len(infos))
@@ -351,6 +355,7 @@ func (x *index) purges(cp checkpoint) (checkpoint, bool, error) {
 	next := cp
 	next.Counts = append([]uint64(nil), cp.Counts...)
 	next.PurgeSeq = infos[len(infos)-1].PurgeSeq
+	next.Gen++
 	err = storage.Update(x.db, func(txn *badger.Txn) error {
 		cnt := x.newCounts(txn)
 		for _, id := range ids {

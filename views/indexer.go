@@ -23,6 +23,7 @@ const (
 type indexer struct {
 	x    *index
 	reqs chan chan error // a build request; nil: do not answer (update=lazy)
+	keep chan []bucketRed // reductions queries computed, to keep
 	quit chan struct{}
 	done chan struct{}
 
@@ -35,7 +36,7 @@ func startIndexer(x *index, wg *sync.WaitGroup) (*indexer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &indexer{x: x, reqs: make(chan chan error, 64), quit: make(chan struct{}), done: make(chan struct{}), cp: cp}
+	ix := &indexer{x: x, reqs: make(chan chan error, 64), keep: make(chan []bucketRed, 16), quit: make(chan struct{}), done: make(chan struct{}), cp: cp}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -108,6 +109,9 @@ func (ix *indexer) run() {
 		case r := <-ix.reqs:
 			waiting = append(waiting, r)
 			lastAsked = time.Now()
+		case reds := <-ix.keep:
+			ix.storeReductions(reds)
+			continue
 		case <-tick.C:
 			if time.Since(lastAsked) > keepWarm || ix.x.current(ix.checkpoint()) {
 				continue

@@ -15,6 +15,7 @@ import (
 //	<handle> 'v' <sig> 'r' <view u16> <key> <id> <n>  a row: uvarint(len key JSON) key JSON, value JSON
 //	<handle> 'v' <sig> 'd' <docid>                  the doc's rows (back-index): the row key suffixes
 //	<handle> 'v' <sig> 'a' <view u16> <row suffix>   a count bucket: uvarint rows from it to the next (counts.go)
+//	<handle> 'v' <sig> 'g' <view u16> <row suffix>   a bucket's reduction, kept once a query computed it (reductions.go)
 //
 // <key> and <id> are collate.AppendKey encodings (self-delimiting, byte
 // order = CouchDB's collation of [key, docid]), <n> a uvarint telling a
@@ -28,6 +29,7 @@ const (
 	subRow         = 'r'
 	subDoc         = 'd'
 	subAnchor      = 'a'
+	subReduction   = 'g'
 	indexPrefixLen = 4 + 1 + 16
 )
 
@@ -57,6 +59,11 @@ func (k keyspace) viewPrefix(v int) []byte {
 }
 
 func (k keyspace) doc(id string) []byte { return append(k.sub(subDoc, len(id)), id...) }
+
+// reductionPrefix is view v's bucket reductions (reductions.go).
+func (k keyspace) reductionPrefix(v int) []byte {
+	return binary.BigEndian.AppendUint16(k.sub(subReduction, 2), uint16(v))
+}
 
 // anchorPrefix is view v's count buckets (counts.go).
 func (k keyspace) anchorPrefix(v int) []byte {
