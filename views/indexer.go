@@ -22,7 +22,7 @@ const (
 // badger snapshots, between its commits.
 type indexer struct {
 	x    *index
-	reqs chan chan error // a build request; nil: do not answer (update=lazy)
+	reqs chan chan error  // a build request; nil: do not answer (update=lazy)
 	keep chan []bucketRed // reductions queries computed, to keep
 	quit chan struct{}
 	done chan struct{}
