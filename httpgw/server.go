@@ -226,6 +226,11 @@ func longRequest(r *http.Request) bool {
 			return true
 		}
 	}
+	// a view query waits for its index's build as long as the build
+	// takes (the client's own timeout ends it, not the node's): issue 16
+	if strings.Contains(p, "/_view/") || strings.Contains(p, "/_list/") {
+		return true
+	}
 	return strings.HasPrefix(p, "/_replicate") || strings.HasPrefix(p, "/_db_updates")
 }
 
