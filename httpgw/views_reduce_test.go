@@ -22,7 +22,8 @@ func TestViewRangeReduce(t *testing.T) {
 	c.do("PUT", "/rr/_design/d", `{"views":{
 		"sum":{"map":"function (doc) { emit(doc.k, doc.v); }","reduce":"_sum"},
 		"cnt":{"map":"function (doc) { emit(doc.k, 1); }","reduce":"_count"},
-		"js":{"map":"function (doc) { emit(doc.k, doc.v); }","reduce":"function (k, v, re) { return sum(v); }"}}}`, nil)
+		"js":{"map":"function (doc) { emit(doc.k, doc.v); }","reduce":"function (k, v, re) { return sum(v); }"},
+		"sum2":{"map":"function (doc) { emit(doc.k % 7, doc.v); }","reduce":"_sum"}}}`, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	revs := map[string]string{}
 	model := map[string][2]int{} // id -> k, v
@@ -109,10 +110,35 @@ func TestViewRangeReduce(t *testing.T) {
 			}
 		}
 	}
+	// group=true over few keys, many rows each: whole buckets per group
+	checkGroups := func(round int) {
+		_, b := c.do("GET", "/rr/_design/d/_view/sum2?group=true", "", nil)
+		var r struct {
+			Rows []struct{ Key, Value int }
+		}
+		if err := json.Unmarshal([]byte(b), &r); err != nil {
+			t.Fatalf("group: %v %s", err, b)
+		}
+		want := map[int]int{}
+		for _, kv := range model {
+			want[kv[0]%7] += kv[1]
+		}
+		if len(r.Rows) != len(want) {
+			t.Fatalf("round %d: %d groups, want %d: %s", round, len(r.Rows), len(want), b)
+		}
+		for _, row := range r.Rows {
+			if want[row.Key] != row.Value {
+				t.Fatalf("round %d: group %d = %d, the docs say %d", round, row.Key, row.Value, want[row.Key])
+			}
+		}
+	}
 	write(2500)
 	check(0)
+	checkGroups(0)
+	checkGroups(0)
 	for round := 1; round < 4; round++ {
 		write(400)
 		check(round)
+		checkGroups(round)
 	}
 }

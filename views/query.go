@@ -76,19 +76,10 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 				reply.Offset = ix.x.rowsBefore(txn, v, q.Start)
 			}
 		}
-		if q.Reduce && q.GroupLevel == 0 && !q.Descending {
-			// one group: whole buckets by their kept reductions
-			red, err := newReducer(s.cfg.JS, ix.x.def.Views[v].Reduce)
-			if err != nil {
-				return err
-			}
-			out, any, err := s.rangeReduce(ctx, ix, txn, v, q.Start, q.End, red)
-			if err != nil {
+		if q.Reduce && !q.Descending {
+			// whole buckets by their kept reductions
+			if err := s.groupReduce(ctx, ix, txn, v, q, limit, reply); err != nil {
 				return fmt.Errorf("views: reduce: %w", err)
-			}
-			if any && out != nil {
-				sort, _ := collate.AppendKey(nil, []byte("null"))
-				reply.Rows = append(reply.Rows, &pb.ViewRow{Key: []byte("null"), Value: out, Sort: sort})
 			}
 			return nil
 		}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/settee/settee/collate"
+	pb "github.com/settee/settee/proto"
 )
 
 // Reductions kept per count bucket: a reduce over a range (reduce=true
@@ -25,127 +27,6 @@ type bucketRed struct {
 	anchor []byte // the bucket's anchor suffix
 	red    []byte
 	gen    uint64 // the checkpoint generation of the snapshot it was computed on
-}
-
-// rangeReduce reduces view v's rows in [start, end) ascending into one
-// reduction, whole buckets by their kept reductions.
-func (s *Service) rangeReduce(ctx context.Context, ix *indexer, txn *badger.Txn, v int, start, end []byte, red *Reducer) ([]byte, bool, error) {
-	x := ix.x
-	snapGen, err := x.snapshotGen(txn)
-	if err != nil {
-		return nil, false, err
-	}
-	rowPrefix := x.ks.viewPrefix(v)
-	anchorPrefix := x.ks.anchorPrefix(v)
-	redPrefix := x.ks.reductionPrefix(v)
-
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = rowPrefix
-	opts.PrefetchValues = false
-	rows := txn.NewIterator(opts)
-	defer rows.Close()
-	aopts := badger.DefaultIteratorOptions
-	aopts.Prefix = anchorPrefix
-	aopts.PrefetchValues = false
-	anchors := txn.NewIterator(aopts)
-	defer anchors.Close()
-
-	var (
-		partial      [][]byte
-		keys, values [][]byte
-		keep         []bucketRed
-		any          bool
-	)
-	flushRows := func() error {
-		if len(keys) == 0 {
-			return nil
-		}
-		r, err := red.reduce(ctx, keys, values)
-		if err != nil {
-			return err
-		}
-		partial, keys, values = append(partial, r), keys[:0], values[:0]
-		return nil
-	}
-	inRange := func(suffix []byte) bool { return len(end) == 0 || bytes.Compare(suffix, end) < 0 }
-	addRow := func(val []byte) error {
-		key, id, value, ok := splitRowValue(val)
-		if !ok {
-			return errors.New("views: bad row record")
-		}
-		any = true
-		if red.builtin != nil {
-			keys = append(keys, append([]byte(nil), key...))
-		} else {
-			kj, _ := json.Marshal([]json.RawMessage{key, mustJSONString(id)})
-			keys = append(keys, kj)
-		}
-		values = append(values, append([]byte(nil), value...))
-		if len(keys) >= reduceChunk {
-			return flushRows()
-		}
-		return nil
-	}
-	// nextAnchorAfter: the first anchor > suffix (nil: none)
-	nextAnchorAfter := func(suffix []byte) []byte {
-		anchors.Seek(append(append(append([]byte{}, anchorPrefix...), suffix...), 0))
-		if !anchors.Valid() {
-			return nil
-		}
-		return anchors.Item().KeyCopy(nil)[len(anchorPrefix):]
-	}
-	rows.Seek(append(append([]byte{}, rowPrefix...), start...))
-	for rows.Valid() {
-		suffix := rows.Item().Key()[len(rowPrefix):]
-		if !inRange(suffix) {
-			break
-		}
-		if isAnchor(suffix) {
-			anchor := append([]byte(nil), suffix...)
-			next := nextAnchorAfter(anchor)
-			if next == nil && len(end) == 0 || next != nil && inRange(next) || next != nil && bytes.Equal(next, end) {
-				// the whole bucket is in the range
-				r, computed, err := s.bucketReduction(ctx, txn, x, red, v, anchor, next, redPrefix)
-				if err != nil {
-					return nil, false, err
-				}
-				if r != nil {
-					any = true
-					if err := flushRows(); err != nil {
-						return nil, false, err
-					}
-					partial = append(partial, r)
-					if computed {
-						keep = append(keep, bucketRed{view: v, anchor: anchor, red: r, gen: snapGen})
-					}
-				}
-				if next == nil {
-					break
-				}
-				rows.Seek(append(append([]byte{}, rowPrefix...), next...))
-				continue
-			}
-		}
-		err := rows.Item().Value(func(val []byte) error { return addRow(val) })
-		if err != nil {
-			return nil, false, err
-		}
-		rows.Next()
-	}
-	if err := flushRows(); err != nil {
-		return nil, false, err
-	}
-	if len(keep) > 0 {
-		ix.keepReductions(keep)
-	}
-	switch len(partial) {
-	case 0:
-		return nil, any, nil
-	case 1:
-		return partial[0], true, nil
-	}
-	out, err := red.rereduce(ctx, partial)
-	return out, true, err
 }
 
 // bucketReduction is a whole bucket's reduction: kept, or computed from
@@ -253,4 +134,206 @@ func (ix *indexer) storeReductions(reds []bucketRed) {
 	if err != nil {
 		ix.x.log.Warn("keeping view reductions", "err", err)
 	}
+}
+
+// groupReduce is reducePage ascending with whole buckets: a bucket whose
+// rows all fall in one group (its first and last keys group alike) is
+// added to that group as its kept reduction, not row by row. A page ends
+// after limit groups, the next starting at the first row of the group
+// after.
+func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn, v int, q *pb.ViewQuery, limit int, reply *pb.ViewReply) error {
+	x := ix.x
+	red, err := newReducer(s.cfg.JS, x.def.Views[v].Reduce)
+	if err != nil {
+		return err
+	}
+	snapGen, err := x.snapshotGen(txn)
+	if err != nil {
+		return err
+	}
+	level := int(q.GroupLevel)
+	start, end := q.Start, q.End
+	rowPrefix := x.ks.viewPrefix(v)
+	anchorPrefix := x.ks.anchorPrefix(v)
+	redPrefix := x.ks.reductionPrefix(v)
+
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = rowPrefix
+	opts.PrefetchValues = false
+	rows := txn.NewIterator(opts)
+	defer rows.Close()
+	ropts := opts
+	ropts.Reverse = true
+	back := txn.NewIterator(ropts)
+	defer back.Close()
+	aopts := badger.DefaultIteratorOptions
+	aopts.Prefix = anchorPrefix
+	aopts.PrefetchValues = false
+	anchors := txn.NewIterator(aopts)
+	defer anchors.Close()
+
+	var (
+		group, groupSort []byte
+		keys, values     [][]byte
+		partial          [][]byte
+		keep             []bucketRed
+	)
+	reduceRows := func() error {
+		if len(keys) == 0 {
+			return nil
+		}
+		r, err := red.reduce(ctx, keys, values)
+		if err != nil {
+			return err
+		}
+		partial, keys, values = append(partial, r), keys[:0], values[:0]
+		return nil
+	}
+	flush := func() error {
+		if group == nil {
+			return nil
+		}
+		if err := reduceRows(); err != nil {
+			return err
+		}
+		out := partial[0]
+		if len(partial) > 1 {
+			var err error
+			if out, err = red.rereduce(ctx, partial); err != nil {
+				return err
+			}
+		}
+		reply.Rows = append(reply.Rows, &pb.ViewRow{Key: group, Value: out, Sort: groupSort})
+		group, partial = nil, nil
+		return nil
+	}
+	// enter moves to group g; false: the page is full (next starts at sort)
+	enter := func(g, sort []byte) (bool, error) {
+		if group != nil && collate.Compare(g, group) == 0 {
+			return true, nil
+		}
+		if err := flush(); err != nil {
+			return false, err
+		}
+		if len(reply.Rows) >= limit {
+			reply.More, reply.Next = true, continueFrom(sort, false)
+			return false, nil
+		}
+		gs, err := collate.AppendKey(nil, g)
+		if err != nil {
+			return false, err
+		}
+		group, groupSort = g, gs
+		return true, nil
+	}
+	inRange := func(suffix []byte) bool { return len(end) == 0 || bytes.Compare(suffix, end) < 0 }
+	nextAnchorAfter := func(suffix []byte) []byte {
+		anchors.Seek(append(append(append([]byte{}, anchorPrefix...), suffix...), 0))
+		if !anchors.Valid() {
+			return nil
+		}
+		return anchors.Item().KeyCopy(nil)[len(anchorPrefix):]
+	}
+	// lastKeyBefore is the key of the last row before next (nil: the view's last)
+	lastKeyBefore := func(next []byte) []byte {
+		if next == nil {
+			back.Seek(append(append([]byte{}, rowPrefix...), 0xff, 0xff, 0xff, 0xff))
+		} else {
+			back.Seek(append(append([]byte{}, rowPrefix...), next...))
+			if back.Valid() && bytes.Equal(back.Item().Key()[len(rowPrefix):], next) {
+				back.Next()
+			}
+		}
+		if !back.Valid() {
+			return nil
+		}
+		var key []byte
+		_ = back.Item().Value(func(val []byte) error {
+			k, _, _, ok := splitRowValue(val)
+			if ok {
+				key = append([]byte(nil), k...)
+			}
+			return nil
+		})
+		return key
+	}
+	rows.Seek(append(append([]byte{}, rowPrefix...), start...))
+	for rows.Valid() {
+		suffix := append([]byte(nil), rows.Item().Key()[len(rowPrefix):]...)
+		if !inRange(suffix) {
+			break
+		}
+		var rowKey, rowID, rowValue []byte
+		err := rows.Item().Value(func(val []byte) error {
+			k, id, value, ok := splitRowValue(val)
+			if !ok {
+				return errors.New("views: bad row record")
+			}
+			rowKey, rowID, rowValue = append([]byte(nil), k...), []byte(id), append([]byte(nil), value...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		g := GroupKey(rowKey, level)
+		if isAnchor(suffix) {
+			next := nextAnchorAfter(suffix)
+			whole := next == nil && len(end) == 0 || next != nil && (inRange(next) || bytes.Equal(next, end))
+			if whole {
+				if last := lastKeyBefore(next); last != nil && collate.Compare(GroupKey(last, level), g) == 0 {
+					ok, err := enter(g, suffix)
+					if err != nil || !ok {
+						return err
+					}
+					r, computed, err := s.bucketReduction(ctx, txn, x, red, v, suffix, next, redPrefix)
+					if err != nil {
+						return err
+					}
+					if r != nil {
+						if err := reduceRows(); err != nil {
+							return err
+						}
+						partial = append(partial, r)
+						if computed {
+							keep = append(keep, bucketRed{view: v, anchor: suffix, red: r, gen: snapGen})
+						}
+					}
+					if next == nil {
+						break
+					}
+					rows.Seek(append(append([]byte{}, rowPrefix...), next...))
+					continue
+				}
+			}
+		}
+		ok, err := enter(g, suffix)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if red.builtin != nil {
+			keys = append(keys, rowKey)
+		} else {
+			kj, _ := json.Marshal([]json.RawMessage{rowKey, mustJSONString(string(rowID))})
+			keys = append(keys, kj)
+		}
+		values = append(values, rowValue)
+		if len(keys) >= reduceChunk {
+			if err := reduceRows(); err != nil {
+				return err
+			}
+		}
+		rows.Next()
+	}
+	if !reply.More {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if len(keep) > 0 {
+		ix.keepReductions(keep)
+	}
+	return nil
 }
