@@ -12,7 +12,7 @@ import (
 var errStopped = errors.New("views: indexer stopped")
 
 const (
-	refreshEvery = 25 * time.Millisecond
+	refreshEvery = 200 * time.Millisecond
 	keepWarm     = 10 * time.Minute
 )
 
