@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,61 +26,37 @@ import (
 type bucketRed struct {
 	view   int
 	anchor []byte // the bucket's anchor suffix
+	last   []byte // the key of its last row
 	red    []byte
 	gen    uint64 // the checkpoint generation of the snapshot it was computed on
 }
 
-// bucketReduction is a whole bucket's reduction: kept, or computed from
-// its rows (computed reports the latter; nil: the bucket has no rows).
-func (s *Service) bucketReduction(ctx context.Context, txn *badger.Txn, x *index, red *Reducer, v int, anchor, next, redPrefix []byte) ([]byte, bool, error) {
-	item, err := txn.Get(append(append([]byte{}, redPrefix...), anchor...))
-	switch {
-	case err == nil:
-		var r []byte
-		if err := item.Value(func(val []byte) error { r = append([]byte(nil), val...); return nil }); err != nil {
-			return nil, false, err
-		}
-		return r, false, nil
-	case !errors.Is(err, badger.ErrKeyNotFound):
-		return nil, false, err
+// keptBucket reads a bucket's kept reduction: the key of its last row and
+// the reduction (ok false: none kept).
+func keptBucket(txn *badger.Txn, key []byte) (last, red []byte, ok bool, err error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil, false, nil
 	}
-	var keys, values, partial [][]byte
-	err = x.rangeRows(txn, v, anchor, next, false, func(r Row) bool {
-		if red.builtin != nil {
-			keys = append(keys, r.Key)
-		} else {
-			kj, _ := json.Marshal([]json.RawMessage{r.Key, mustJSONString(r.ID)})
-			keys = append(keys, kj)
-		}
-		values = append(values, r.Value)
-		if len(keys) >= reduceChunk {
-			out, rerr := red.reduce(ctx, keys, values)
-			if rerr != nil {
-				err = rerr
-				return false
-			}
-			partial, keys, values = append(partial, out), keys[:0], values[:0]
-		}
-		return true
-	})
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	if len(keys) > 0 {
-		out, err := red.reduce(ctx, keys, values)
-		if err != nil {
-			return nil, false, err
+	err = item.Value(func(v []byte) error {
+		n, w := binary.Uvarint(v)
+		if w <= 0 || uint64(len(v)-w) < n {
+			return errors.New("views: bad bucket reduction")
 		}
-		partial = append(partial, out)
-	}
-	switch len(partial) {
-	case 0:
-		return nil, false, nil
-	case 1:
-		return partial[0], true, nil
-	}
-	out, err := red.rereduce(ctx, partial)
-	return out, true, err
+		last = append([]byte(nil), v[w:w+int(n)]...)
+		red = append([]byte(nil), v[w+int(n):]...)
+		return nil
+	})
+	return last, red, err == nil, err
+}
+
+func keptValue(last, red []byte) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 4+len(last)+len(red)), uint64(len(last)))
+	b = append(b, last...)
+	return append(b, red...)
 }
 
 // snapshotGen is the checkpoint's generation as this snapshot has it.
@@ -125,7 +102,7 @@ func (ix *indexer) storeReductions(reds []bucketRed) {
 	}
 	err := ix.x.db.Update(func(txn *badger.Txn) error {
 		for _, r := range ok {
-			if err := txn.Set(append(ix.x.ks.reductionPrefix(r.view), r.anchor...), r.red); err != nil {
+			if err := txn.Set(append(ix.x.ks.reductionPrefix(r.view), r.anchor...), keptValue(r.last, r.red)); err != nil {
 				return err
 			}
 		}
@@ -136,11 +113,14 @@ func (ix *indexer) storeReductions(reds []bucketRed) {
 	}
 }
 
-// groupReduce is reducePage ascending with whole buckets: a bucket whose
-// rows all fall in one group (its first and last keys group alike) is
-// added to that group as its kept reduction, not row by row. A page ends
-// after limit groups, the next starting at the first row of the group
-// after.
+// groupReduce is reducePage ascending with whole buckets (the query path
+// uses it for level 0, an ungrouped reduce; DESIGN.md says why): a bucket inside
+// the range whose rows all fall in one group (its first and last keys
+// group alike) and whose reduction is kept joins that group as it, not
+// row by row. A whole bucket with none kept is read row by row as ever,
+// and its reduction computed on the way, for the indexer to keep. A page
+// ends after limit groups, the next starting at the first row of the
+// group after.
 func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn, v int, q *pb.ViewQuery, limit int, reply *pb.ViewReply) error {
 	x := ix.x
 	red, err := newReducer(s.cfg.JS, x.def.Views[v].Reduce)
@@ -162,52 +142,72 @@ func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn,
 	opts.PrefetchValues = false
 	rows := txn.NewIterator(opts)
 	defer rows.Close()
-	ropts := opts
-	ropts.Reverse = true
-	back := txn.NewIterator(ropts)
-	defer back.Close()
 	aopts := badger.DefaultIteratorOptions
 	aopts.Prefix = anchorPrefix
 	aopts.PrefetchValues = false
 	anchors := txn.NewIterator(aopts)
 	defer anchors.Close()
 
-	var (
-		group, groupSort []byte
-		keys, values     [][]byte
-		partial          [][]byte
-		keep             []bucketRed
-	)
-	reduceRows := func() error {
-		if len(keys) == 0 {
-			return nil
+	// a reducer's input, reduced a chunk at a time
+	type acc struct{ keys, values, partial [][]byte }
+	push := func(a *acc, key, id, value []byte) error {
+		if red.builtin != nil {
+			a.keys = append(a.keys, key)
+		} else {
+			kj, _ := json.Marshal([]json.RawMessage{key, mustJSONString(string(id))})
+			a.keys = append(a.keys, kj)
 		}
-		r, err := red.reduce(ctx, keys, values)
-		if err != nil {
-			return err
+		a.values = append(a.values, value)
+		if len(a.keys) >= reduceChunk {
+			r, err := red.reduce(ctx, a.keys, a.values)
+			if err != nil {
+				return err
+			}
+			a.partial, a.keys, a.values = append(a.partial, r), nil, nil
 		}
-		partial, keys, values = append(partial, r), keys[:0], values[:0]
 		return nil
 	}
+	total := func(a *acc) ([]byte, error) {
+		if len(a.keys) > 0 {
+			r, err := red.reduce(ctx, a.keys, a.values)
+			if err != nil {
+				return nil, err
+			}
+			a.partial, a.keys, a.values = append(a.partial, r), nil, nil
+		}
+		switch len(a.partial) {
+		case 0:
+			return nil, nil
+		case 1:
+			return a.partial[0], nil
+		}
+		return red.rereduce(ctx, a.partial)
+	}
+
+	var (
+		group, groupSort []byte
+		cur              acc
+		keep             []bucketRed
+		// the whole bucket being read row by row, to keep its reduction
+		bk       *acc
+		bkAnchor []byte
+		bkNext   []byte
+		bkLast   []byte
+	)
 	flush := func() error {
 		if group == nil {
 			return nil
 		}
-		if err := reduceRows(); err != nil {
+		out, err := total(&cur)
+		if err != nil {
 			return err
 		}
-		out := partial[0]
-		if len(partial) > 1 {
-			var err error
-			if out, err = red.rereduce(ctx, partial); err != nil {
-				return err
-			}
+		if out != nil {
+			reply.Rows = append(reply.Rows, &pb.ViewRow{Key: group, Value: out, Sort: groupSort})
 		}
-		reply.Rows = append(reply.Rows, &pb.ViewRow{Key: group, Value: out, Sort: groupSort})
-		group, partial = nil, nil
+		group, cur = nil, acc{}
 		return nil
 	}
-	// enter moves to group g; false: the page is full (next starts at sort)
 	enter := func(g, sort []byte) (bool, error) {
 		if group != nil && collate.Compare(g, group) == 0 {
 			return true, nil
@@ -226,6 +226,20 @@ func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn,
 		group, groupSort = g, gs
 		return true, nil
 	}
+	finishBucket := func() error {
+		if bk == nil {
+			return nil
+		}
+		r, err := total(bk)
+		if err != nil {
+			return err
+		}
+		if r != nil {
+			keep = append(keep, bucketRed{view: v, anchor: bkAnchor, last: bkLast, red: r, gen: snapGen})
+		}
+		bk = nil
+		return nil
+	}
 	inRange := func(suffix []byte) bool { return len(end) == 0 || bytes.Compare(suffix, end) < 0 }
 	nextAnchorAfter := func(suffix []byte) []byte {
 		anchors.Seek(append(append(append([]byte{}, anchorPrefix...), suffix...), 0))
@@ -234,42 +248,24 @@ func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn,
 		}
 		return anchors.Item().KeyCopy(nil)[len(anchorPrefix):]
 	}
-	// lastKeyBefore is the key of the last row before next (nil: the view's last)
-	lastKeyBefore := func(next []byte) []byte {
-		if next == nil {
-			back.Seek(append(append([]byte{}, rowPrefix...), 0xff, 0xff, 0xff, 0xff))
-		} else {
-			back.Seek(append(append([]byte{}, rowPrefix...), next...))
-			if back.Valid() && bytes.Equal(back.Item().Key()[len(rowPrefix):], next) {
-				back.Next()
-			}
-		}
-		if !back.Valid() {
-			return nil
-		}
-		var key []byte
-		_ = back.Item().Value(func(val []byte) error {
-			k, _, _, ok := splitRowValue(val)
-			if ok {
-				key = append([]byte(nil), k...)
-			}
-			return nil
-		})
-		return key
-	}
 	rows.Seek(append(append([]byte{}, rowPrefix...), start...))
 	for rows.Valid() {
 		suffix := append([]byte(nil), rows.Item().Key()[len(rowPrefix):]...)
 		if !inRange(suffix) {
 			break
 		}
-		var rowKey, rowID, rowValue []byte
+		if bk != nil && bkNext != nil && bytes.Compare(suffix, bkNext) >= 0 {
+			if err := finishBucket(); err != nil {
+				return err
+			}
+		}
+		var rowKey, rowID, rowVal []byte
 		err := rows.Item().Value(func(val []byte) error {
 			k, id, value, ok := splitRowValue(val)
 			if !ok {
 				return errors.New("views: bad row record")
 			}
-			rowKey, rowID, rowValue = append([]byte(nil), k...), []byte(id), append([]byte(nil), value...)
+			rowKey, rowID, rowVal = append([]byte(nil), k...), []byte(id), append([]byte(nil), value...)
 			return nil
 		})
 		if err != nil {
@@ -278,56 +274,66 @@ func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn,
 		g := GroupKey(rowKey, level)
 		if isAnchor(suffix) {
 			next := nextAnchorAfter(suffix)
-			whole := next == nil && len(end) == 0 || next != nil && (inRange(next) || bytes.Equal(next, end))
-			if whole {
-				if last := lastKeyBefore(next); last != nil && collate.Compare(GroupKey(last, level), g) == 0 {
-					ok, err := enter(g, suffix)
-					if err != nil || !ok {
-						return err
-					}
-					r, computed, err := s.bucketReduction(ctx, txn, x, red, v, suffix, next, redPrefix)
+			if next == nil && len(end) == 0 || next != nil && (inRange(next) || bytes.Equal(next, end)) {
+				last, kept, ok, err := keptBucket(txn, append(append([]byte{}, redPrefix...), suffix...))
+				if err != nil {
+					return err
+				}
+				if ok && collate.Compare(GroupKey(last, level), g) == 0 {
+					in, err := enter(g, suffix)
 					if err != nil {
 						return err
 					}
-					if r != nil {
-						if err := reduceRows(); err != nil {
-							return err
-						}
-						partial = append(partial, r)
-						if computed {
-							keep = append(keep, bucketRed{view: v, anchor: suffix, red: r, gen: snapGen})
-						}
+					if !in {
+						return s.endGroups(ix, keep, reply, flush, false)
 					}
+					cur.partial = append(cur.partial, kept)
 					if next == nil {
 						break
 					}
 					rows.Seek(append(append([]byte{}, rowPrefix...), next...))
 					continue
 				}
+				// a JavaScript reduce costs a call per bucket kept: paid by
+				// an ungrouped reduce, not by every grouped one
+				if !ok && (red.builtin != nil || level == 0) {
+					bk, bkAnchor, bkNext, bkLast = &acc{}, suffix, next, nil
+				}
 			}
 		}
-		ok, err := enter(g, suffix)
+		in, err := enter(g, suffix)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			break
+		if !in {
+			bk = nil // not read to its end: nothing to keep
+			return s.endGroups(ix, keep, reply, flush, false)
 		}
-		if red.builtin != nil {
-			keys = append(keys, rowKey)
-		} else {
-			kj, _ := json.Marshal([]json.RawMessage{rowKey, mustJSONString(string(rowID))})
-			keys = append(keys, kj)
+		if err := push(&cur, rowKey, rowID, rowVal); err != nil {
+			return err
 		}
-		values = append(values, rowValue)
-		if len(keys) >= reduceChunk {
-			if err := reduceRows(); err != nil {
+		if bk != nil {
+			if err := push(bk, rowKey, rowID, rowVal); err != nil {
 				return err
 			}
+			bkLast = rowKey
 		}
 		rows.Next()
 	}
-	if !reply.More {
+	// a bucket read to its end: the view's, or the range's where its next
+	// anchor is the range's end
+	if bk != nil && (bkNext == nil && len(end) == 0 || bkNext != nil && bytes.Equal(bkNext, end)) {
+		if err := finishBucket(); err != nil {
+			return err
+		}
+	}
+	return s.endGroups(ix, keep, reply, flush, true)
+}
+
+// endGroups ends a page of groups: the last group flushed unless the page
+// is full, and the buckets' reductions handed to the indexer.
+func (s *Service) endGroups(ix *indexer, keep []bucketRed, reply *pb.ViewReply, flush func() error, last bool) error {
+	if last && !reply.More {
 		if err := flush(); err != nil {
 			return err
 		}
