@@ -301,7 +301,13 @@ func (g *Gateway) handleList(rq *req, db, ddocID string, rest []string) error {
 		if err != nil {
 			return err
 		}
-		head = []byte("{}")
+		// a view that ended at once may have sent its head too: select
+		// picks either ready case
+		select {
+		case head = <-feed.head:
+		default:
+			head = []byte("{}")
+		}
 		viewDone <- nil
 	}
 	next := func() ([]byte, bool) {
