@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/views"
@@ -375,15 +374,10 @@ func (g *Gateway) handleViewCleanup(rq *req, db string) error {
 	// the signatures of the design docs there are now; every other index
 	// of every copy goes
 	var keep [][16]byte
-	q := coordinator.RangeQuery{StartKey: "_design/", EndKey: "_design0", HasStart: true, HasEnd: true, IncludeDocs: true, Limit: -1}
-	err := g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
-		if row.Json == nil || row.Info == nil || row.Info.Deleted {
-			return nil
-		}
-		if def, err := views.ParseDesign(row.Info.Id, row.Json); err == nil && len(def.Views) > 0 {
+	err := g.eachDesign(rq, db, func(id string, body []byte) {
+		if def, err := views.ParseDesign(id, body); err == nil && len(def.Views) > 0 {
 			keep = append(keep, def.Sig)
 		}
-		return nil
 	})
 	if err != nil {
 		return err

@@ -71,6 +71,18 @@ var codeStatus = map[string]int{
 	"document_too_large":       413,
 	"internal_error":           500,
 	"request_entity_too_large": 413,
+	// design docs and their JavaScript (views, couchjs)
+	"compilation_error":  400,
+	"invalid_design_doc": 400,
+}
+
+// statusOf is the status of an error name; 500 for a name not in
+// codeStatus (a JavaScript function's own, os_process_error, …).
+func statusOf(code string) int {
+	if st, ok := codeStatus[code]; ok {
+		return st
+	}
+	return 500
 }
 
 // toCouch is the one place an error becomes CouchDB's wire form: the
@@ -96,11 +108,7 @@ func toCouch(err error) *couchError {
 	case errors.Is(err, node.ErrDBExists):
 		return errDBExists
 	case errors.As(err, &pe):
-		st, ok := codeStatus[pe.Code]
-		if !ok {
-			st = 500
-		}
-		return newErr(st, pe.Code, pe.Reason)
+		return newErr(statusOf(pe.Code), pe.Code, pe.Reason)
 	case errors.As(err, &dj):
 		return newErr(400, dj.CouchError, dj.Reason)
 	case errors.As(err, &me):
@@ -116,11 +124,11 @@ func toCouch(err error) *couchError {
 	case errors.As(err, &re):
 		return newErr(403, "forbidden", re.Reason)
 	case errors.As(err, &de):
-		return newErr(jsStatus(de.Code), de.Code, de.Reason)
+		return newErr(statusOf(de.Code), de.Code, de.Reason)
 	case errors.As(err, &rde):
 		return newErr(500, rde.Name, rde.Reason)
 	case errors.As(err, &je):
-		return newErr(jsStatus(je.Code), je.Code, je.Reason)
+		return newErr(statusOf(je.Code), je.Code, je.Reason)
 	case errors.Is(err, context.DeadlineExceeded):
 		return newErr(500, "timeout", "The request could not be processed in a reasonable amount of time.")
 	case errors.Is(err, actors.ErrUnreachable):
@@ -154,19 +162,4 @@ func toCouch(err error) *couchError {
 // the node's own words.
 func nodeErr(err error, status int, code, reason string) *couchError {
 	return newErr(status, code, reason+": "+err.Error())
-}
-
-// jsStatus is the status of a JavaScript function's error, by its name.
-func jsStatus(code string) int {
-	switch code {
-	case "forbidden":
-		return 403
-	case "unauthorized":
-		return 401
-	case "compilation_error", "bad_request", "invalid_design_doc":
-		return 400
-	case "not_found":
-		return 404
-	}
-	return 500
 }

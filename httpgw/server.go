@@ -21,6 +21,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/tasks"
+	"github.com/settee/settee/views"
 )
 
 // Databases creates, deletes and lists databases; node implements it.
@@ -85,8 +86,8 @@ type Gateway struct {
 	auth    *authenticator
 	// corsSnap is the CORS settings parsed from _config (cors.go)
 	corsSnap atomic.Pointer[corsSnapshot]
-	vdus     vduCache    // validate_doc_update functions by database (validate.go)
-	designs  designCache // parsed design docs (views.go)
+	vdus     vduCache          // validate_doc_update functions by database (validate.go)
+	designs  views.DesignCache // parsed design docs (views.go)
 }
 
 // New builds a gateway.

@@ -83,37 +83,46 @@ func runOnCouchDB(t *testing.T, db string, steps []wireStep) {
 	runSteps(t, cs.URL, cs.User, cs.Password, db, steps)
 }
 
+// stepRequest builds a table step's request: {db} and the kept revs put
+// into path, body and headers; the admin's basic auth unless as names
+// another user ("user:pw") or none ("-"); a JSON body unless hdr says.
+func stepRequest(t testing.TB, base, user, pw, as, method, path, body string, hdr map[string]string, subst *strings.Replacer) *http.Request {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(subst.Replace(body))
+	}
+	req, err := http.NewRequest(method, base+subst.Replace(path), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case as == "":
+		req.SetBasicAuth(user, pw)
+	case as != "-":
+		u, p, _ := strings.Cut(as, ":")
+		req.SetBasicAuth(u, p)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, subst.Replace(v))
+	}
+	return req
+}
+
 func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 	t.Helper()
 	kept := []string{"{db}", db}
 	for i, st := range steps {
 		subst := strings.NewReplacer(kept...)
-		var body io.Reader
-		if st.body != "" {
-			body = strings.NewReader(subst.Replace(st.body))
-		}
-		req, err := http.NewRequest(st.method, base+subst.Replace(st.path), body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case st.as == "":
-			req.SetBasicAuth(user, pw)
-		case st.as != "-":
-			u, p, _ := strings.Cut(st.as, ":")
-			req.SetBasicAuth(u, p)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range st.hdr {
-			req.Header.Set(k, v)
-		}
+		req := stepRequest(t, base, user, pw, st.as, st.method, st.path, st.body, st.hdr, subst)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for until := time.Now().Add(st.retry); resp.StatusCode != st.status && time.Now().Before(until) && body == nil; {
+		for until := time.Now().Add(st.retry); resp.StatusCode != st.status && time.Now().Before(until) && st.body == ""; {
 			time.Sleep(50 * time.Millisecond)
 			if resp, err = http.DefaultClient.Do(req); err != nil {
 				t.Fatal(err)

@@ -58,18 +58,13 @@ func (g *Gateway) validators(rq *req, db string) ([]vduFn, error) {
 		return e.fns, nil
 	}
 	var fns []vduFn
-	q := coordinator.RangeQuery{StartKey: "_design/", EndKey: "_design0", HasStart: true, HasEnd: true, IncludeDocs: true, Limit: -1}
-	err := g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
-		if row.Json == nil || row.Info == nil || row.Info.Deleted {
-			return nil
-		}
+	err := g.eachDesign(rq, db, func(_ string, body []byte) {
 		var d struct {
 			VDU *string `json:"validate_doc_update"`
 		}
-		if json.Unmarshal(row.Json, &d) == nil && d.VDU != nil && strings.TrimSpace(*d.VDU) != "" {
-			fns = append(fns, vduFn{src: *d.VDU, ddoc: append([]byte(nil), row.Json...)})
+		if json.Unmarshal(body, &d) == nil && d.VDU != nil && strings.TrimSpace(*d.VDU) != "" {
+			fns = append(fns, vduFn{src: *d.VDU, ddoc: append([]byte(nil), body...)})
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -327,4 +322,16 @@ func vduDoc(id, rev string, revs *docjson.Revisions, deleted bool, body, atts []
 		b = append(b, atts...)
 	}
 	return append(b, '}')
+}
+
+// eachDesign calls f with the id and body of each live design doc of db,
+// in id order.
+func (g *Gateway) eachDesign(rq *req, db string, f func(id string, body []byte)) error {
+	q := coordinator.RangeQuery{StartKey: "_design/", EndKey: "_design0", HasStart: true, HasEnd: true, IncludeDocs: true, Limit: -1}
+	return g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
+		if row.Json != nil && row.Info != nil && !row.Info.Deleted {
+			f(row.Info.Id, row.Json)
+		}
+		return nil
+	})
 }

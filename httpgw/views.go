@@ -1,7 +1,6 @@
 package httpgw
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/settee/settee/collate"
 	"github.com/settee/settee/coordinator"
@@ -334,7 +332,7 @@ func (g *Gateway) loadDesign(rq *req, db, ddocID string) ([]byte, *views.Def, er
 		return nil, nil, errDeleted
 	}
 	body := r.Bodies[0].Json
-	def, err := g.designs.parse(ddocID, body)
+	def, err := g.designs.Parse(ddocID, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -823,7 +821,7 @@ func (g *Gateway) checkDesign(id string, body []byte) error {
 func jsErr(err error) error {
 	var je *couchjs.Error
 	if errors.As(err, &je) {
-		return newErr(jsStatus(je.Code), je.Code, je.Reason)
+		return newErr(statusOf(je.Code), je.Code, je.Reason)
 	}
 	return err
 }
@@ -842,32 +840,4 @@ func (g *Gateway) viewBody(rq *req) (map[string]json.RawMessage, error) {
 		return nil, badRequest("Request body must be a JSON object")
 	}
 	return body, nil
-}
-
-// designCache keeps parsed design docs by their bytes: every query of a
-// design doc reads the same body.
-type designCache struct {
-	mu sync.Mutex
-	m  map[[32]byte]*views.Def
-}
-
-func (c *designCache) parse(id string, body []byte) (*views.Def, error) {
-	key := sha256.Sum256(append([]byte(id+"\x00"), body...))
-	c.mu.Lock()
-	d := c.m[key]
-	c.mu.Unlock()
-	if d != nil {
-		return d, nil
-	}
-	d, err := views.ParseDesign(id, body)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= 1024 {
-		c.m = map[[32]byte]*views.Def{}
-	}
-	c.m[key] = d
-	c.mu.Unlock()
-	return d, nil
 }

@@ -980,25 +980,7 @@ func runViewStepsLagging(t *testing.T, base, user, pw, db string, steps []viewSt
 		subst := strings.NewReplacer(kept...)
 		where := fmt.Sprintf("step %d: %s %s", i, st.method, st.path)
 		do := func() (*http.Response, []byte) {
-			var body io.Reader
-			if st.body != "" {
-				body = strings.NewReader(subst.Replace(st.body))
-			}
-			req, err := http.NewRequest(st.method, base+subst.Replace(st.path), body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch {
-			case st.as == "":
-				req.SetBasicAuth(user, pw)
-			case st.as != "-":
-				u, p, _ := strings.Cut(st.as, ":")
-				req.SetBasicAuth(u, p)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			for k, v := range st.hdr {
-				req.Header.Set(k, v)
-			}
+			req := stepRequest(t, base, user, pw, st.as, st.method, st.path, st.body, st.hdr, subst)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)

@@ -492,16 +492,20 @@ func (s *store) attDigests() (map[string]bool, error) {
 }
 
 // lastSeq is the highest seq in the by-seq index.
-func (s *store) lastSeq() uint64 {
+func (s *store) lastSeq() uint64 { return s.lastKeySeq(s.k.seqPrefix()) }
+
+// lastKeySeq is the uint64 after the handle and kind byte of the last key
+// under prefix (a by-seq or purge record), 0 when there is none.
+func (s *store) lastKeySeq(prefix []byte) uint64 {
 	var last uint64
 	_ = s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Reverse = true
-		opts.Prefix = s.k.seqPrefix()
+		opts.Prefix = prefix
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		it.Seek(append(s.k.seqPrefix(), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+		it.Seek(append(append([]byte{}, prefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
 		if it.Valid() {
 			last = beUint64(it.Item().Key()[5:])
 		}

@@ -204,20 +204,4 @@ func (s *store) readPurges(since uint64, limit int) ([]*pb.PurgeInfo, bool, erro
 }
 
 // lastPurgeSeq is the highest purge seq with a purge info.
-func (s *store) lastPurgeSeq() uint64 {
-	var last uint64
-	_ = s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Reverse = true
-		opts.Prefix = s.k.purgePrefix()
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		it.Seek(append(s.k.purgePrefix(), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
-		if it.Valid() {
-			last = beUint64(it.Item().Key()[5:])
-		}
-		return nil
-	})
-	return last
-}
+func (s *store) lastPurgeSeq() uint64 { return s.lastKeySeq(s.k.purgePrefix()) }

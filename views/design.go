@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/settee/settee/reduce"
 )
@@ -178,3 +179,32 @@ func (d *Def) IncludeDesign() bool { v, _ := d.Options["include_design"].(bool);
 
 // LocalSeq reports options.local_seq: docs carry _local_seq.
 func (d *Def) LocalSeq() bool { v, _ := d.Options["local_seq"].(bool); return v }
+
+// DesignCache keeps parsed design docs by their bytes: every query of a
+// design doc carries (or reads) the same body. The zero value is ready.
+type DesignCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]*Def
+}
+
+// Parse is ParseDesign, once per distinct id and body.
+func (c *DesignCache) Parse(id string, body []byte) (*Def, error) {
+	key := sha256.Sum256(append([]byte(id+"\x00"), body...))
+	c.mu.Lock()
+	d := c.m[key]
+	c.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	d, err := ParseDesign(id, body)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= 1024 {
+		c.m = map[[32]byte]*Def{}
+	}
+	c.m[key] = d
+	c.mu.Unlock()
+	return d, nil
+}

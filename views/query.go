@@ -2,7 +2,6 @@ package views
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -24,7 +23,7 @@ func queryErr(code, reason string) *pb.ViewReply {
 
 // Query answers one page of a view of one of this node's copies.
 func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
-	def, err := s.design(q.DdocId, q.Ddoc)
+	def, err := s.designs.Parse(q.DdocId, q.Ddoc)
 	if err != nil {
 		return queryErr("bad_request", err.Error())
 	}
@@ -234,27 +233,4 @@ const reduceChunk = 1000
 func mustJSONString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
-}
-
-// design parses a query's design doc, once per distinct body: queries of
-// a design doc carry the same bytes every time.
-func (s *Service) design(id string, body []byte) (*Def, error) {
-	key := sha256.Sum256(append([]byte(id+"\x00"), body...))
-	s.mu.Lock()
-	d := s.defs[key]
-	s.mu.Unlock()
-	if d != nil {
-		return d, nil
-	}
-	d, err := ParseDesign(id, body)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if len(s.defs) >= 1024 {
-		clear(s.defs)
-	}
-	s.defs[key] = d
-	s.mu.Unlock()
-	return d, nil
 }

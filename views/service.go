@@ -51,7 +51,7 @@ type Service struct {
 
 	mu       sync.Mutex
 	indexers map[idxKey]*indexer
-	defs     map[[32]byte]*Def // parsed design docs (Service.design)
+	designs  DesignCache // parsed design docs of the queries
 	closed   bool
 	wg       sync.WaitGroup // every indexer's goroutine
 }
@@ -66,7 +66,7 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, indexers: map[idxKey]*indexer{}, defs: map[[32]byte]*Def{}}
+	return &Service{cfg: cfg, indexers: map[idxKey]*indexer{}}
 }
 
 // Register adds the service's process to sys, for queries from other nodes.
