@@ -30,22 +30,32 @@ type DiskInfo struct {
 	ActiveSize       int64 // live bytes, every copy
 	CompactRunning   bool  // some copy is compacting
 	PurgedInfosLimit uint64
+	// IndexFile is the bytes of the database's indexes on every copy,
+	// IndexActive on one copy of each range (the largest), as ActiveSize
+	// counts the docs
+	IndexFile, IndexActive int64
 }
 
 // DiskInfo asks every copy of db for its disk figures.
 func (c *Coordinator) DiskInfo(ctx context.Context, db string) (*DiskInfo, error) {
-	replies, err := askAll[*pb.DiskInfo](ctx, c, db, &pb.GetDiskInfo{}, "disk info")
+	replies, rng, err := askAllRanges[*pb.DiskInfo](ctx, c, db, &pb.GetDiskInfo{}, "disk info")
 	if err != nil {
 		return nil, err
 	}
 	out := &DiskInfo{}
-	for _, r := range replies {
+	perRange := map[int]int64{}
+	for i, r := range replies {
+		out.IndexFile += r.IndexSize
+		perRange[rng[i]] = max(perRange[rng[i]], r.IndexSize)
 		out.FileSize += r.FileSize
 		out.ActiveSize += r.ActiveSize
 		out.CompactRunning = out.CompactRunning || r.CompactRunning
 		if out.PurgedInfosLimit == 0 {
 			out.PurgedInfosLimit = r.PurgedInfosLimit
 		}
+	}
+	for _, n := range perRange {
+		out.IndexActive += n
 	}
 	return out, nil
 }

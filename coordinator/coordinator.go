@@ -112,27 +112,36 @@ func askCopy[T any](ctx context.Context, c *Coordinator, ref *pb.ShardRef, msg a
 // awaiting any, and returns their answers; the first failure or shard
 // error ends it.
 func askAll[T replyWithError](ctx context.Context, c *Coordinator, db string, msg any, what string) ([]T, error) {
+	out, _, err := askAllRanges[T](ctx, c, db, msg, what)
+	return out, err
+}
+
+// askAllRanges is askAll, also telling each reply's range (its index in
+// the database's ranges).
+func askAllRanges[T replyWithError](ctx context.Context, c *Coordinator, db string, msg any, what string) ([]T, []int, error) {
 	_, ranges, err := c.lookup(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var futures []*actor.Future
+	var rng []int
 	to := actors.Timeout(ctx)
-	for _, r := range ranges {
+	for i, r := range ranges {
 		for _, cp := range c.copies(r) {
 			futures = append(futures, c.root.RequestFuture(c.pl.PID(cp), msg, to))
+			rng = append(rng, i)
 		}
 	}
 	out := make([]T, 0, len(futures))
 	for _, f := range futures {
 		r, err := actors.Await[T](ctx, f)
 		if err != nil {
-			return nil, fmt.Errorf("coordinator: %s: %w", what, err)
+			return nil, nil, fmt.Errorf("coordinator: %s: %w", what, err)
 		}
 		if e := r.GetError(); e != nil {
-			return nil, e
+			return nil, nil, e
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, rng, nil
 }

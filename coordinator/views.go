@@ -19,35 +19,54 @@ import (
 type ViewService interface {
 	Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply
 	CleanupMsg(m *pb.ViewCleanup) *pb.ViewCleanupReply
+	CompactMsg(m *pb.ViewCompact) *pb.ViewCleanupReply
 }
 
 // ViewCleanup drops, on every copy of db, the view indexes whose
 // signatures are not in keep.
 func (c *Coordinator) ViewCleanup(ctx context.Context, db string, keep [][16]byte) error {
+	var ks [][]byte
+	for _, k := range keep {
+		ks = append(ks, append([]byte(nil), k[:]...))
+	}
+	return c.eachViewCopy(ctx, db, func(ref *pb.ShardRef) (*pb.ViewCleanupReply, error) {
+		q := &pb.ViewCleanup{Shard: ref, Keep: ks}
+		if ref.Node == c.pl.Self() && c.views != nil {
+			return c.views.CleanupMsg(q), nil
+		}
+		return actors.Ask[*pb.ViewCleanupReply](ctx, c.root, actor.NewPID(c.pl.PID(ref).Address, views.ProcessName), q)
+	})
+}
+
+// ViewCompact starts the compaction of one index on every copy of db
+// (POST /db/_compact/{ddoc}).
+func (c *Coordinator) ViewCompact(ctx context.Context, db, ddocID string, sig [16]byte) error {
+	return c.eachViewCopy(ctx, db, func(ref *pb.ShardRef) (*pb.ViewCleanupReply, error) {
+		q := &pb.ViewCompact{Shard: ref, Sig: append([]byte(nil), sig[:]...), DdocId: ddocID}
+		if ref.Node == c.pl.Self() && c.views != nil {
+			return c.views.CompactMsg(q), nil
+		}
+		return actors.Ask[*pb.ViewCleanupReply](ctx, c.root, actor.NewPID(c.pl.PID(ref).Address, views.ProcessName), q)
+	})
+}
+
+// eachViewCopy asks every copy of db's ranges on a node that is up; a node
+// down is skipped (it is asked at the next request).
+func (c *Coordinator) eachViewCopy(ctx context.Context, db string, ask func(*pb.ShardRef) (*pb.ViewCleanupReply, error)) error {
 	_, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return err
-	}
-	m := &pb.ViewCleanup{}
-	for _, k := range keep {
-		m.Keep = append(m.Keep, append([]byte(nil), k[:]...))
 	}
 	var errs []error
 	for _, r := range ranges {
 		for _, ref := range r.Copies {
 			if ref.Node != c.pl.Self() && !c.pl.Alive(ref.Node) {
-				continue // a node down cleans up at the next cleanup
+				continue
 			}
-			q := &pb.ViewCleanup{Shard: ref, Keep: m.Keep}
-			var reply *pb.ViewCleanupReply
-			if ref.Node == c.pl.Self() && c.views != nil {
-				reply = c.views.CleanupMsg(q)
-			} else {
-				pid := actor.NewPID(c.pl.PID(ref).Address, views.ProcessName)
-				if reply, err = actors.Ask[*pb.ViewCleanupReply](ctx, c.root, pid, q); err != nil {
-					errs = append(errs, err)
-					continue
-				}
+			reply, err := ask(ref)
+			if err != nil {
+				errs = append(errs, err)
+				continue
 			}
 			if reply.Error != nil {
 				errs = append(errs, reply.Error)
@@ -86,6 +105,8 @@ type ViewMeta struct {
 	SeqSum uint64
 	// Active adds the ranges' index bytes.
 	Active uint64
+	// CompactRunning: a range's index is being compacted.
+	CompactRunning bool
 }
 
 // ErrViewNotFound is a view the design doc does not define.
@@ -129,6 +150,7 @@ func (c *Coordinator) View(ctx context.Context, db string, a ViewArgs, meta func
 		pos[i] = Pos{Node: vc.node, Seq: vc.seq}
 		m.SeqSum += vc.seq
 		m.Active += vc.active
+		m.CompactRunning = m.CompactRunning || vc.compacting
 	}
 	m.UpdateSeq = EncodeSeq(ranges, pos)
 	if err := meta(m); err != nil {
@@ -238,6 +260,8 @@ type viewCursor struct {
 	seq    uint64
 	node   string // the copy the first page came from
 	active uint64
+	// compacting: the first page's copy compacts its index
+	compacting bool
 }
 
 func (vc *viewCursor) valid() bool      { return vc.i < len(vc.rows) }
@@ -296,6 +320,7 @@ func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
 		vc.rows, vc.i, vc.more, vc.next = reply.Rows, 0, reply.More, reply.Next
 		if first {
 			vc.total, vc.offset, vc.seq, vc.node, vc.active = reply.TotalRows, reply.Offset, reply.UpdateSeq, vc.ref.Node, reply.Active
+			vc.compacting = reply.CompactRunning
 		}
 		if len(vc.rows) == 0 && vc.more {
 			continue

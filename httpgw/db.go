@@ -237,7 +237,7 @@ func (g *Gateway) dbInfo(rq *req, db string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, running, err := g.dbDiskFigures(rq, db)
+	disk, err := g.c.DiskInfo(rq.ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -250,11 +250,15 @@ func (g *Gateway) dbInfo(rq *req, db string) ([]byte, error) {
 		DBName:            db,
 		PurgeSeq:          strconv.FormatUint(info.PurgeSeq, 10) + "-g1AAAAAA",
 		UpdateSeq:         info.UpdateSeq,
-		Sizes:             map[string]int64{"file": file, "external": info.External, "active": info.Active},
+		// a database's view and Mango indexes live in the same store
+		// under its copies' keys: their bytes count in file and active
+		// (CouchDB's index files are apart and db info leaves them out)
+		Sizes: map[string]int64{"file": disk.FileSize + disk.IndexFile, "external": info.External,
+			"active": info.Active + disk.IndexActive},
 		DocDelCount:       info.DelCount,
 		DocCount:          info.DocCount,
 		DiskFormatVersion: 8,
-		CompactRunning:    running,
+		CompactRunning:    disk.CompactRunning,
 		Cluster:           map[string]int{"q": int(info.Record.Q), "n": n, "w": n/2 + 1, "r": n/2 + 1},
 	})
 }

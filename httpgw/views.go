@@ -759,10 +759,11 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 		return err
 	}
 	var seq, active uint64
+	var compacting bool
 	if len(def.Views) > 0 {
 		args := coordinator.ViewArgs{DDocID: ddocID, DDoc: ddoc, View: def.Views[0].Name, Update: "false", PageRows: 1}
 		err := g.c.View(rq.ctx, db, args, func(m coordinator.ViewMeta) error {
-			seq, active = m.SeqSum, m.Active
+			seq, active, compacting = m.SeqSum, m.Active, m.CompactRunning
 			return errStopView
 		}, func(*pb.ViewRow) error { return errStopView })
 		if err != nil && !errors.Is(err, errStopView) {
@@ -772,7 +773,7 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 	name := strings.TrimPrefix(ddocID, "_design/")
 	return g.writeJSON(rq, 200, map[string]any{"name": name, "view_index": map[string]any{
 		"signature": def.SigHex(), "language": def.Language, "update_seq": seq, "purge_seq": 0,
-		"updater_running": false, "waiting_clients": 0, "waiting_commit": false, "compact_running": false,
+		"updater_running": false, "waiting_clients": 0, "waiting_commit": false, "compact_running": compacting,
 		"updates_pending": map[string]int{"minimum": 0, "preferred": 0, "total": 0},
 		// the rows' bytes; they sit in the node's LSM beside the database's
 		// records, which compacts them: file is what they hold

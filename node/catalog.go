@@ -147,7 +147,8 @@ func (c *catalog) spawn(rec *pb.DbRecord, s *pb.ShardRef) error {
 		obs = noteWrites{base: c.obs, db: rec.Name, u: c.updates}
 	}
 	pid, err := shard.Spawn(c.sys.Root, shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
-		Disk: c.disk, Tasks: c.tasks, Observer: obs, Reads: c.reads}, actorName(rec, s))
+		Disk: c.disk, Tasks: c.tasks, Observer: obs, Reads: c.reads,
+		IndexBytes: func() int64 { return views.IndexBytes(c.db, s.Handle) }}, actorName(rec, s))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)
 	}

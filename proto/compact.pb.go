@@ -296,8 +296,11 @@ type DiskInfo struct {
 	CompactRunning   bool                   `protobuf:"varint,4,opt,name=compact_running,json=compactRunning,proto3" json:"compact_running,omitempty"`
 	PurgedInfosLimit uint64                 `protobuf:"varint,5,opt,name=purged_infos_limit,json=purgedInfosLimit,proto3" json:"purged_infos_limit,omitempty"`
 	Error            *Error                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// the copy's view and Mango indexes' rows (their checkpoints' sizes):
+	// db info counts them in sizes.file and sizes.active
+	IndexSize     int64 `protobuf:"varint,7,opt,name=index_size,json=indexSize,proto3" json:"index_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DiskInfo) Reset() {
@@ -370,6 +373,13 @@ func (x *DiskInfo) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *DiskInfo) GetIndexSize() int64 {
+	if x != nil {
+		return x.IndexSize
+	}
+	return 0
 }
 
 // PurgeDocs permanently removes leaf revisions (POST /db/_purge).
@@ -697,7 +707,7 @@ const file_compact_proto_rawDesc = "" +
 	"\x0eCompactStarted\x12'\n" +
 	"\x0falready_running\x18\x01 \x01(\bR\x0ealreadyRunning\x12#\n" +
 	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\r\n" +
-	"\vGetDiskInfo\"\xe9\x01\n" +
+	"\vGetDiskInfo\"\x88\x02\n" +
 	"\bDiskInfo\x12\x1b\n" +
 	"\tfile_size\x18\x01 \x01(\x03R\bfileSize\x12\x1f\n" +
 	"\vactive_size\x18\x02 \x01(\x03R\n" +
@@ -705,7 +715,9 @@ const file_compact_proto_rawDesc = "" +
 	"\rexternal_size\x18\x03 \x01(\x03R\fexternalSize\x12'\n" +
 	"\x0fcompact_running\x18\x04 \x01(\bR\x0ecompactRunning\x12,\n" +
 	"\x12purged_infos_limit\x18\x05 \x01(\x04R\x10purgedInfosLimit\x12#\n" +
-	"\x05error\x18\x06 \x01(\v2\r.settee.ErrorR\x05error\"2\n" +
+	"\x05error\x18\x06 \x01(\v2\r.settee.ErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"index_size\x18\a \x01(\x03R\tindexSize\"2\n" +
 	"\fPurgeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04revs\x18\x02 \x03(\tR\x04revs\"5\n" +

@@ -3664,17 +3664,18 @@ func (x *ViewRow) GetSort() []byte {
 }
 
 type ViewReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          []*ViewRow             `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
-	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
-	Next          []byte                 `protobuf:"bytes,3,opt,name=next,proto3" json:"next,omitempty"` // the bound to continue from (start, or end when descending)
-	TotalRows     uint64                 `protobuf:"varint,4,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
-	Offset        uint64                 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`                        // rows before start (after end when descending)
-	UpdateSeq     uint64                 `protobuf:"varint,6,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"` // the index's seq this page was read at
-	Error         *Error                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
-	Active        uint64                 `protobuf:"varint,8,opt,name=active,proto3" json:"active,omitempty"` // the index's bytes (first page)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Rows           []*ViewRow             `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	More           bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Next           []byte                 `protobuf:"bytes,3,opt,name=next,proto3" json:"next,omitempty"` // the bound to continue from (start, or end when descending)
+	TotalRows      uint64                 `protobuf:"varint,4,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
+	Offset         uint64                 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`                        // rows before start (after end when descending)
+	UpdateSeq      uint64                 `protobuf:"varint,6,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"` // the index's seq this page was read at
+	Error          *Error                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Active         uint64                 `protobuf:"varint,8,opt,name=active,proto3" json:"active,omitempty"`                                       // the index's bytes (first page)
+	CompactRunning bool                   `protobuf:"varint,9,opt,name=compact_running,json=compactRunning,proto3" json:"compact_running,omitempty"` // the index is being compacted (ViewCompact)
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ViewReply) Reset() {
@@ -3761,6 +3762,13 @@ func (x *ViewReply) GetActive() uint64 {
 		return x.Active
 	}
 	return 0
+}
+
+func (x *ViewReply) GetCompactRunning() bool {
+	if x != nil {
+		return x.CompactRunning
+	}
+	return false
 }
 
 // ViewCleanup drops a copy's view indexes whose signatures are not kept
@@ -3859,6 +3867,68 @@ func (x *ViewCleanupReply) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+// ViewCompact compacts one index of a copy (POST /db/_compact/{ddoc}); it is
+// answered (a ViewCleanupReply) when the compaction has started.
+type ViewCompact struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         *ShardRef              `protobuf:"bytes,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Sig           []byte                 `protobuf:"bytes,2,opt,name=sig,proto3" json:"sig,omitempty"`
+	DdocId        string                 `protobuf:"bytes,3,opt,name=ddoc_id,json=ddocId,proto3" json:"ddoc_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewCompact) Reset() {
+	*x = ViewCompact{}
+	mi := &file_settee_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewCompact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewCompact) ProtoMessage() {}
+
+func (x *ViewCompact) ProtoReflect() protoreflect.Message {
+	mi := &file_settee_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewCompact.ProtoReflect.Descriptor instead.
+func (*ViewCompact) Descriptor() ([]byte, []int) {
+	return file_settee_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ViewCompact) GetShard() *ShardRef {
+	if x != nil {
+		return x.Shard
+	}
+	return nil
+}
+
+func (x *ViewCompact) GetSig() []byte {
+	if x != nil {
+		return x.Sig
+	}
+	return nil
+}
+
+func (x *ViewCompact) GetDdocId() string {
+	if x != nil {
+		return x.DdocId
+	}
+	return ""
 }
 
 var File_settee_proto protoreflect.FileDescriptor
@@ -4154,7 +4224,7 @@ const file_settee_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12\x12\n" +
-	"\x04sort\x18\x04 \x01(\fR\x04sort\"\xeb\x01\n" +
+	"\x04sort\x18\x04 \x01(\fR\x04sort\"\x94\x02\n" +
 	"\tViewReply\x12#\n" +
 	"\x04rows\x18\x01 \x03(\v2\x0f.settee.ViewRowR\x04rows\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12\x12\n" +
@@ -4165,12 +4235,17 @@ const file_settee_proto_rawDesc = "" +
 	"\n" +
 	"update_seq\x18\x06 \x01(\x04R\tupdateSeq\x12#\n" +
 	"\x05error\x18\a \x01(\v2\r.settee.ErrorR\x05error\x12\x16\n" +
-	"\x06active\x18\b \x01(\x04R\x06active\"I\n" +
+	"\x06active\x18\b \x01(\x04R\x06active\x12'\n" +
+	"\x0fcompact_running\x18\t \x01(\bR\x0ecompactRunning\"I\n" +
 	"\vViewCleanup\x12&\n" +
 	"\x05shard\x18\x01 \x01(\v2\x10.settee.ShardRefR\x05shard\x12\x12\n" +
 	"\x04keep\x18\x02 \x03(\fR\x04keep\"7\n" +
 	"\x10ViewCleanupReply\x12#\n" +
-	"\x05error\x18\x01 \x01(\v2\r.settee.ErrorR\x05errorB#Z!github.com/settee/settee/proto;pbb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\r.settee.ErrorR\x05error\"`\n" +
+	"\vViewCompact\x12&\n" +
+	"\x05shard\x18\x01 \x01(\v2\x10.settee.ShardRefR\x05shard\x12\x10\n" +
+	"\x03sig\x18\x02 \x01(\fR\x03sig\x12\x17\n" +
+	"\addoc_id\x18\x03 \x01(\tR\x06ddocIdB#Z!github.com/settee/settee/proto;pbb\x06proto3"
 
 var (
 	file_settee_proto_rawDescOnce sync.Once
@@ -4184,7 +4259,7 @@ func file_settee_proto_rawDescGZIP() []byte {
 	return file_settee_proto_rawDescData
 }
 
-var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_settee_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_settee_proto_goTypes = []any{
 	(*RevNode)(nil),          // 0: settee.RevNode
 	(*FullDocInfo)(nil),      // 1: settee.FullDocInfo
@@ -4243,6 +4318,7 @@ var file_settee_proto_goTypes = []any{
 	(*ViewReply)(nil),        // 54: settee.ViewReply
 	(*ViewCleanup)(nil),      // 55: settee.ViewCleanup
 	(*ViewCleanupReply)(nil), // 56: settee.ViewCleanupReply
+	(*ViewCompact)(nil),      // 57: settee.ViewCompact
 }
 var file_settee_proto_depIdxs = []int32{
 	0,  // 0: settee.FullDocInfo.nodes:type_name -> settee.RevNode
@@ -4289,11 +4365,12 @@ var file_settee_proto_depIdxs = []int32{
 	8,  // 41: settee.ViewReply.error:type_name -> settee.Error
 	6,  // 42: settee.ViewCleanup.shard:type_name -> settee.ShardRef
 	8,  // 43: settee.ViewCleanupReply.error:type_name -> settee.Error
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	6,  // 44: settee.ViewCompact.shard:type_name -> settee.ShardRef
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_settee_proto_init() }
@@ -4307,7 +4384,7 @@ func file_settee_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_settee_proto_rawDesc), len(file_settee_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

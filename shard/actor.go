@@ -31,6 +31,9 @@ type Config struct {
 	Observer Observer
 	// Reads runs the shard's reads (nil: a goroutine each).
 	Reads *ReadPool
+	// IndexBytes measures the copy's secondary indexes, which live under
+	// its handle but are not the shard's to know (nil: none).
+	IndexBytes func() int64
 }
 
 // Props returns the props of a shard actor. Its Reader is registered when

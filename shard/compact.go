@@ -569,8 +569,11 @@ func (a *Actor) diskInfo(ctx actor.Context) {
 	if reply.PurgedInfosLimit == 0 {
 		reply.PurgedInfosLimit = DefaultPurgedInfosLimit
 	}
-	disk := a.cfg.Disk
+	disk, indexes := a.cfg.Disk, a.cfg.IndexBytes
 	a.async(ctx, func() proto.Message {
+		if indexes != nil {
+			reply.IndexSize = indexes()
+		}
 		reply.FileSize = est
 		if disk != nil {
 			reply.FileSize = disk.Share(est)

@@ -53,7 +53,7 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 		}
 	}
 	cp := ix.checkpoint()
-	reply := &pb.ViewReply{UpdateSeq: cp.Seq, Active: cp.Active}
+	reply := &pb.ViewReply{UpdateSeq: cp.Seq, Active: cp.Active, CompactRunning: s.compactRunning(handle, def.Sig)}
 	if v < len(cp.Counts) {
 		reply.TotalRows = cp.Counts[v]
 	}

@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,9 @@ type Config struct {
 	SinceWrite func() time.Duration
 	// Tasks lists the builds running (indexer tasks in _active_tasks).
 	Tasks *tasks.Registry
+	// Reclaim makes the store give back what deleted keys hold
+	// (storage.Disk.Reclaim): an index's compaction. nil: nothing to do.
+	Reclaim func() error
 }
 
 // Service holds this node's indexes: an indexer per design-doc signature
@@ -52,8 +56,11 @@ type Service struct {
 	mu       sync.Mutex
 	indexers map[idxKey]*indexer
 	designs  DesignCache // parsed design docs of the queries
-	closed   bool
-	wg       sync.WaitGroup // every indexer's goroutine
+	// compacting counts the compactions running per index (_info's
+	// compact_running)
+	compacting map[idxKey]int
+	closed     bool
+	wg         sync.WaitGroup // every indexer's and compaction's goroutine
 }
 
 type idxKey struct {
@@ -66,7 +73,7 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, indexers: map[idxKey]*indexer{}}
+	return &Service{cfg: cfg, indexers: map[idxKey]*indexer{}, compacting: map[idxKey]int{}}
 }
 
 // Register adds the service's process to sys, for queries from other nodes.
@@ -157,32 +164,135 @@ func (s *Service) CleanupMsg(m *pb.ViewCleanup) *pb.ViewCleanupReply {
 	return &pb.ViewCleanupReply{}
 }
 
-// signatures lists the indexes a copy has on disk (by their checkpoints).
-func (s *Service) signatures(handle uint32) ([][16]byte, error) {
-	var out [][16]byte
-	prefix := ViewsPrefix(handle)
-	err := s.cfg.DB.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		opts.PrefetchValues = false
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek(prefix); it.Valid(); {
-			k := it.Item().Key()
-			if len(k) < indexPrefixLen {
-				it.Next()
+// Compact starts a compaction of one index of a copy and returns: what an
+// index leaves behind as docs change is deleted rows and back-index
+// entries, which the store's own compaction drops; compacting an index is
+// having the store do it now (Config.Reclaim: flush, merge the LSM into
+// one level, give back value-log files), which one run does for every
+// index and database of the node at once. A view_compaction task shows it
+// in _active_tasks, and _info says compact_running meanwhile.
+func (s *Service) Compact(ref *pb.ShardRef, sig [16]byte, ddocID string) error {
+	handle, _, ok := s.cfg.Copies.LocalCopy(ref)
+	if !ok {
+		return nil
+	}
+	k := idxKey{handle, sig}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("views: service closed")
+	}
+	if s.compacting[k] > 0 {
+		return nil // the one running serves this request too
+	}
+	s.compacting[k]++
+	var task *tasks.Task
+	if s.cfg.Tasks != nil {
+		task = s.cfg.Tasks.Start("view_compaction", map[string]any{
+			"database": shardName(ref), "design_document": ddocID, "phase": "view",
+			"changes_done": 0, "total_changes": 1, "progress": 0,
+		})
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var err error
+		if s.cfg.Reclaim != nil {
+			err = s.cfg.Reclaim()
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("view compaction failed", "ddoc", ddocID, "err", err)
+		}
+		if task != nil {
+			task.Update(map[string]any{"changes_done": 1, "progress": 100})
+			task.Done()
+		}
+		s.mu.Lock()
+		s.compacting[k]--
+		if s.compacting[k] == 0 {
+			delete(s.compacting, k)
+		}
+		s.mu.Unlock()
+	}()
+	return nil
+}
+
+// CompactMsg answers a ViewCompact once the compaction has started.
+func (s *Service) CompactMsg(m *pb.ViewCompact) *pb.ViewCleanupReply {
+	var sig [16]byte
+	copy(sig[:], m.Sig)
+	if err := s.Compact(m.Shard, sig, m.DdocId); err != nil {
+		return &pb.ViewCleanupReply{Error: &pb.Error{Code: "internal_error", Reason: err.Error()}}
+	}
+	return &pb.ViewCleanupReply{}
+}
+
+// compactRunning reports a compaction of the index running.
+func (s *Service) compactRunning(handle uint32, sig [16]byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compacting[idxKey{handle, sig}] > 0
+}
+
+func shardName(ref *pb.ShardRef) string {
+	return fmt.Sprintf("shards/%08x-%08x/%s", ref.RangeBegin, ref.RangeEnd, ref.Db)
+}
+
+// IndexBytes is the bytes of the rows of every index a copy has on disk,
+// as their checkpoints count them: what db info adds to the database's
+// sizes. It reads one checkpoint per index.
+func IndexBytes(db *badger.DB, handle uint32) int64 {
+	var n int64
+	_ = db.View(func(txn *badger.Txn) error {
+		for _, sig := range indexSignatures(txn, handle) {
+			it, err := txn.Get(keyspace{indexPrefix(handle, sig)}.checkpoint())
+			if err != nil {
 				continue
 			}
-			var sig [16]byte
-			copy(sig[:], k[len(prefix):indexPrefixLen])
-			out = append(out, sig)
-			// the next signature: past every key of this one
-			next := append(append([]byte{}, k[:indexPrefixLen]...), 0xff, 0xff)
-			it.Seek(next)
+			var cp checkpoint
+			if it.Value(func(v []byte) error { return json.Unmarshal(v, &cp) }) == nil {
+				n += int64(cp.Active)
+			}
 		}
 		return nil
 	})
+	return n
+}
+
+// signatures lists the indexes a copy has on disk (by their checkpoints).
+func (s *Service) signatures(handle uint32) ([][16]byte, error) {
+	var out [][16]byte
+	err := s.cfg.DB.View(func(txn *badger.Txn) error {
+		out = indexSignatures(txn, handle)
+		return nil
+	})
 	return out, err
+}
+
+// indexSignatures lists the signatures with keys under a copy's handle,
+// one seek per index.
+func indexSignatures(txn *badger.Txn, handle uint32) [][16]byte {
+	var out [][16]byte
+	prefix := ViewsPrefix(handle)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(prefix); it.Valid(); {
+		k := it.Item().Key()
+		if len(k) < indexPrefixLen {
+			it.Next()
+			continue
+		}
+		var sig [16]byte
+		copy(sig[:], k[len(prefix):indexPrefixLen])
+		out = append(out, sig)
+		// the next signature: past every key of this one
+		next := append(append([]byte{}, k[:indexPrefixLen]...), 0xff, 0xff)
+		it.Seek(next)
+	}
+	return out
 }
 
 // indexerFor is the running indexer of def on a copy, started if needed.
@@ -206,7 +316,7 @@ func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, d
 	}
 	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes,
 		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite,
-		tasks: s.cfg.Tasks, shardName: fmt.Sprintf("shards/%08x-%08x/%s", ref.RangeBegin, ref.RangeEnd, ref.Db)}
+		tasks: s.cfg.Tasks, shardName: shardName(ref)}
 	ix, err := startIndexer(x, &s.wg)
 	if err != nil {
 		return nil, err
@@ -230,6 +340,8 @@ func (p *process) SendUserMessage(pid *actor.PID, message any) {
 		run = func() { p.s.sys.Root.Send(sender, p.s.Query(context.Background(), q)) }
 	case *pb.ViewCleanup:
 		run = func() { p.s.sys.Root.Send(sender, p.s.CleanupMsg(q)) }
+	case *pb.ViewCompact:
+		run = func() { p.s.sys.Root.Send(sender, p.s.CompactMsg(q)) }
 	default:
 		p.s.sys.Root.Send(sender, &actor.DeadLetterResponse{Target: pid})
 		return
