@@ -11,7 +11,7 @@ import (
 )
 
 // reduce=true over a range reads whole buckets as their kept reductions:
-// checked against the rows over random ranges, for a builtin and a
+// checked against the rows over random ranges (ascending and descending), for a builtin and a
 // JavaScript reduce, after the reductions were kept and after edits,
 // deletes and new docs changed some buckets (whose kept reductions must
 // go).
@@ -86,6 +86,10 @@ func TestViewRangeReduce(t *testing.T) {
 			lo := rng.IntN(1000)
 			hi := lo + rng.IntN(1000-lo+1)
 			q := fmt.Sprintf("?startkey=%d&endkey=%d", lo, hi)
+			if i%3 == 2 {
+				// descending: the same rows, the bounds the other way
+				q = fmt.Sprintf("?descending=true&startkey=%d&endkey=%d", hi, lo)
+			}
 			if i == 0 {
 				q = ""
 				lo, hi = 0, 1000
