@@ -306,3 +306,53 @@ var fieldsCases = []string{
 	`["a.b","a.b"]`,
 	`[]`,
 }
+
+// matchDocs are written to a database and matchSelectors run over them
+// with _find (no index: every doc is matched): CouchDB's answer is the
+// ids found, which the matcher must find from the normalized selector.
+var matchDocs = []string{
+	`{"_id":"m01","s":"a","n":1,"t":["x","y"]}`,
+	`{"_id":"m02","s":"B","n":2.5,"t":[]}`,
+	`{"_id":"m03","s":"b","n":-1,"t":["y"]}`,
+	`{"_id":"m04","s":"é","n":null}`,
+	`{"_id":"m05","s":"e","n":"1"}`,
+	`{"_id":"m06","n":10,"o":{"p":{"q":1}}}`,
+	`{"_id":"m07","s":["a","b"],"n":[1,2],"o":{"p":2}}`,
+	`{"_id":"m08","s":"A","o":{}}`,
+	`{"_id":"m09","s":"aa","n":3,"t":[{"u":1},{"u":2}]}`,
+	`{"_id":"m10","s":"","n":0,"t":[1,5,9]}`,
+}
+
+var matchSelectors = []string{
+	`{"s":{"$lt":"B"}}`,
+	`{"s":{"$gt":"a"}}`,
+	`{"s":{"$gte":"A","$lte":"b"}}`,
+	`{"s":{"$eq":"e"}}`,
+	`{"s":{"$in":["a","é"]}}`,
+	`{"s":{"$nin":["a"]}}`,
+	`{"$not":{"n":{"$gt":1}}}`,
+	`{"n":{"$not":{"$gt":1}}}`,
+	`{"$nor":[{"n":1},{"s":"a"}]}`,
+	`{"$not":{"$or":[{"n":{"$lt":1}},{"s":{"$exists":true}}]}}`,
+	`{"n":{"$ne":1}}`,
+	`{"o":{"p":{"q":1}}}`,
+	`{"o.p":{"$exists":true}}`,
+	`{"o":{"p":{"$exists":false}}}`,
+	`{"t":{"$elemMatch":{"$gt":4}}}`,
+	`{"t":{"$elemMatch":{"u":2}}}`,
+	`{"t":{"$allMatch":{"$type":"string"}}}`,
+	`{"t":{"$size":0}}`,
+	`{"t":{"$all":["y"]}}`,
+	`{"s":{"$regex":"^a"}}`,
+	`{"s":{"$beginsWith":"a"}}`,
+	`{"n":{"$mod":[2,0]}}`,
+	`{"n":{"$type":"number"}}`,
+	`{"$or":[{"n":{"$lt":0}},{"s":"A"}]}`,
+	`{"$and":[{"n":{"$gte":1}},{"n":{"$lt":3}}]}`,
+	`{"n":{"$gte":1},"s":{"$exists":true}}`,
+	`{"t.1":{"$exists":true}}`,
+	`{"t.0.u":1}`,
+	`{"$and":[{}]}`,
+	`{"n":{}}`,
+	`{"o":{}}`,
+}

@@ -226,6 +226,37 @@ func (c *couch) recordFields() []answer {
 	return out
 }
 
+func (c *couch) recordMatch() []answer {
+	c.freshDB("mango_match")
+	if st, b := c.do("POST", "/mango_match/_bulk_docs", `{"docs":[`+strings.Join(matchDocs, ",")+`]}`); st != 201 {
+		c.t.Fatalf("_bulk_docs: %d %s", st, b)
+	}
+	var out []answer
+	for _, s := range matchSelectors {
+		st, b := c.do("POST", "/mango_match/_find", `{"selector":`+s+`,"fields":["_id"],"limit":1000}`)
+		a := answer{Request: s, Status: st}
+		if st == 200 {
+			var r struct {
+				Docs []struct {
+					ID string `json:"_id"`
+				}
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				c.t.Fatal(err)
+			}
+			ids := []string{}
+			for _, d := range r.Docs {
+				ids = append(ids, d.ID)
+			}
+			a.Answer = marshal(c.t, ids)
+		} else {
+			a.Answer = errBody(c.t, b)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // recordings are the files in testdata and how to ask CouchDB for them.
 var recordings = []struct {
 	file string
@@ -236,6 +267,7 @@ var recordings = []struct {
 	{"couchdb_index.json", (*couch).recordIndex},
 	{"couchdb_keys.json", (*couch).recordKeys},
 	{"couchdb_fields.json", (*couch).recordFields},
+	{"couchdb_match.json", (*couch).recordMatch},
 }
 
 func loadAnswers(t testing.TB, file string) []answer {

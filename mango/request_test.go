@@ -283,3 +283,37 @@ func TestFieldsAsCouchDB(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchAsCouchDB runs the normalized selectors with the matcher over
+// the docs CouchDB's _find ran them over.
+func TestMatchAsCouchDB(t *testing.T) {
+	var docs []map[string]any
+	for _, d := range matchDocs {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, m)
+	}
+	for _, a := range loadAnswers(t, "couchdb_match.json") {
+		v, _ := decodeJSON([]byte(a.Request))
+		n, err := Normalize(v)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Request, err)
+		}
+		s, err := Compile(plain(n))
+		if err != nil {
+			t.Errorf("%s: normalized %s does not compile: %v", a.Request, marshal(t, n), err)
+			continue
+		}
+		ids := []string{}
+		for _, d := range docs {
+			if s.Match(d) {
+				ids = append(ids, d["_id"].(string))
+			}
+		}
+		if !sameJSON(marshal(t, ids), a.Answer) {
+			t.Errorf("%s (normalized %s): matched %v, CouchDB %s", a.Request, marshal(t, n), ids, a.Answer)
+		}
+	}
+}
