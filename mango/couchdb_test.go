@@ -241,7 +241,11 @@ func (c *couch) recordMatch() []answer {
 		if st != 200 || st2 != 200 {
 			c.t.Fatalf("%s: _find %d %s, _changes %d %s", s, st, b, st2, b2)
 		}
-		var r struct{ Docs []struct{ ID string `json:"_id"` } }
+		var r struct {
+			Docs []struct {
+				ID string `json:"_id"`
+			}
+		}
 		var ch struct{ Results []struct{ ID string } }
 		if json.Unmarshal(b, &r) != nil || json.Unmarshal(b2, &ch) != nil {
 			c.t.Fatalf("%s: %s %s", s, b, b2)
