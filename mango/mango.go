@@ -3,11 +3,13 @@
 // Supported: implicit and explicit $and, $or, $not, $nor, field conditions
 // $eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod $regex $all
 // $beginsWith, the sub-selectors $elemMatch $allMatch $keyMapMatch, and
-// nested fields (dotted paths or nested objects). $text is rejected: it
+// nested fields (dotted paths or nested objects; a decimal part of a path
+// indexes an array, "a.0.b", and the field "" where no field is named is
+// the value itself, as in a normalized selector, see Normalize). $text is rejected: it
 // needs a text index, as in CouchDB. The semantics follow CouchDB's
 // mango_selector.erl (norm_ops for the arguments, match for the values). Values compare with CouchDB's collation order
 // of JSON types (null < false < true < numbers < strings < arrays <
-// objects); strings compare by code point, not ICU. A field path has at
+// objects); strings by CouchDB's ICU collation (see collate). A field path has at
 // most 100 levels (maxFieldDepth), which CouchDB does not bound.
 package mango
 
@@ -19,6 +21,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/settee/settee/collate"
 )
 
 // Error is a selector that does not compile. Reason says why in the words
@@ -151,6 +155,11 @@ func compileMember(k string, v any, path *fieldPath) (matcher, error) {
 			return nil, err
 		}
 		want := k == "$or"
+		if want && len(ms) == 0 {
+			// mango_selector:match takes an empty $or as true, as it
+			// does an empty $and
+			return func(any) bool { return true }, nil
+		}
 		return func(d any) bool {
 			for _, m := range ms {
 				if m(d) {
@@ -178,6 +187,18 @@ func compileMember(k string, v any, path *fieldPath) (matcher, error) {
 			return nil, errorf("One or more conditions is missing a field name.")
 		}
 		return compileOp(k, v, path)
+	}
+	if k == "" && path.len() == 0 {
+		// the field "" where no field is named yet is the value itself:
+		// Normalize writes an $elemMatch's {"$gt":1} as {"":{"$gt":1}},
+		// and mango_selector:match reads {"": Cond} as Cond on the value
+		if path == nil {
+			path = &fieldPath{}
+		}
+		if o, ok := v.(map[string]any); ok && len(o) > 0 {
+			return compileObject(o, path)
+		}
+		return compileOp("$eq", v, path)
 	}
 	p := &fieldPath{parent: path, parts: splitField(k)}
 	p.depth = path.len() + len(p.parts)
@@ -240,11 +261,19 @@ func lookup(d any, path *fieldPath) (any, bool) {
 		return nil, false
 	}
 	for _, p := range path.parts {
-		o, ok := d.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if d, ok = o[p]; !ok {
+		switch o := d.(type) {
+		case map[string]any:
+			if d, ok = o[p]; !ok {
+				return nil, false
+			}
+		case []any:
+			// mango_doc:get_field: a decimal part indexes an array
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(o) || !isDecimal(p) {
+				return nil, false
+			}
+			d = o[i]
+		default:
 			return nil, false
 		}
 	}
@@ -535,8 +564,10 @@ func num(v any) float64 {
 }
 
 // Compare orders two decoded JSON values by CouchDB's type order, then by
-// value (numbers numerically, strings by code point, arrays element-wise,
-// objects by their sorted keys and values).
+// value (numbers numerically, strings by CouchDB's ICU collation as
+// collate does it, arrays element-wise, objects by their sorted keys and
+// values: a map has no order of its own, where CouchDB compares members
+// in the document's order).
 func Compare(a, b any) int {
 	ra, rb := rank(a), rank(b)
 	if ra != rb {
@@ -553,7 +584,7 @@ func Compare(a, b any) int {
 		}
 		return 0
 	case 4:
-		return strings.Compare(a.(string), b.(string))
+		return compareStrings(a.(string), b.(string))
 	case 5:
 		x, y := a.([]any), b.([]any)
 		for i := 0; i < len(x) && i < len(y); i++ {
@@ -566,7 +597,7 @@ func Compare(a, b any) int {
 		x, y := a.(map[string]any), b.(map[string]any)
 		kx, ky := sortedKeys(x), sortedKeys(y)
 		for i := 0; i < len(kx) && i < len(ky); i++ {
-			if c := strings.Compare(kx[i], ky[i]); c != 0 {
+			if c := compareStrings(kx[i], ky[i]); c != 0 {
 				return c
 			}
 			if c := Compare(x[kx[i]], y[ky[i]]); c != 0 {
@@ -576,6 +607,19 @@ func Compare(a, b any) int {
 		return cmpInt(len(kx), len(ky))
 	}
 	return 0
+}
+
+// compareStrings is couch_ejson_compare's string order, which
+// mango_json:cmp uses for every comparison of a selector: the Unicode
+// Collation Algorithm (root collation, as ICU), not code points, so "a" <
+// "B" < "b". Strings equal but for ignorable characters compare 0.
+func compareStrings(a, b string) int {
+	if a == b {
+		return 0
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return collate.Compare(ja, jb)
 }
 
 func sortedKeys(m map[string]any) []string {
