@@ -224,16 +224,14 @@ func Plan(sel any, sortSpec []SortSpec, useIndex []string, indexes []PlanIndex, 
 			break
 		}
 	}
-	if len(ofType) == 0 {
-		return nil, &PlanError{400, "invalid_index", "no json or special index to use"}
-	}
 
 	ranges := fieldRanges(sel)
 	if ofType[0].Type == "special" {
 		ranges = append(ranges, fieldRange{"_id", keyRange{lcmp: opGt, low: nil, hcmp: opLt, high: maxVal}})
 	}
 	best, prefix := chooseBestIndex(ofType, ranges)
-	p.Index = best
+	chosen := *best
+	p.Index = &chosen
 	if isNoopSelector(sel) {
 		prefix = []keyRange{{empty: true}}
 	}
@@ -404,8 +402,13 @@ func single(v any) (string, any, bool) {
 	return "", nil, false
 }
 
-// isUsable is mango_idx:is_usable.
+// isUsable is mango_idx:is_usable, for json indexes and _all_docs: the
+// planner does not plan text or nouveau indexes, which CouchDB answers
+// with other cursors.
 func isUsable(ix *PlanIndex, sel any, sortFields []string) bool {
+	if ix.Type != "json" && ix.Type != "special" {
+		return false
+	}
 	if ix.Type == "special" {
 		if len(sortFields) == 0 {
 			return true

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/settee/settee/collate"
 )
 
 // planFile is one file of mango/testdata/plan: the indexes of one database
@@ -200,6 +202,10 @@ func queryArgs(t *testing.T, raw json.RawMessage) ([]SortSpec, []string, PlanOpt
 		Fields        []string `json:"fields"`
 		AllowFallback *bool    `json:"allow_fallback"`
 		Conflicts     bool     `json:"conflicts"`
+		R             int      `json:"r"`
+		Stable        bool     `json:"stable"`
+		Update        *bool    `json:"update"`
+		Stale         string   `json:"stale"`
 	}
 	if err := json.Unmarshal(raw, &q); err != nil {
 		t.Fatal(err)
@@ -224,7 +230,8 @@ func queryArgs(t *testing.T, raw json.RawMessage) ([]SortSpec, []string, PlanOpt
 			use = append(use, e.(string))
 		}
 	}
-	opts := PlanOptions{AllowFallback: q.AllowFallback == nil || *q.AllowFallback, Fields: q.Fields, Conflicts: q.Conflicts}
+	opts := PlanOptions{AllowFallback: q.AllowFallback == nil || *q.AllowFallback, Fields: q.Fields, Conflicts: q.Conflicts,
+		R: q.R, Stable: q.Stable || q.Stale == "ok", NoUpdate: q.Update != nil && !*q.Update || q.Stale == "ok"}
 	return sortSpec, use, opts
 }
 
@@ -320,3 +327,74 @@ func TestPlanAsCouchDB(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSentinels checks the sentinels' JSON: each collates after the
+// values it bounds, as CouchDB's do.
+func TestPlanSentinels(t *testing.T) {
+	maxJSON, err := json.Marshal(MaxJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{`null`, `1e300`, `"\uffef"`, `"zzzz"`, `[{"a":1}]`, `{"zz":{}}`, `{"\ufffd":1}`} {
+		if c := collateJSON(maxJSON, v); c <= 0 {
+			t.Errorf("MaxJSON %s does not collate after %s", maxJSON, v)
+		}
+	}
+	maxID, err := json.Marshal(MaxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	if err := json.Unmarshal(maxID, &id); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"", "zzz", "\uffff\uffff", "\U0010FFFD"} {
+		if id <= v {
+			t.Errorf("MaxID %q does not sort after id %q", id, v)
+		}
+	}
+}
+
+// TestPlanInputs checks what the table cannot: either number form, a
+// missing _all_docs, text indexes left out, and a plan that does not
+// alias the caller's indexes.
+func TestPlanInputs(t *testing.T) {
+	indexes := []PlanIndex{
+		{DDoc: "_design/t", Name: "t", Type: "text", Fields: []string{"a"}},
+		{DDoc: "_design/a", Name: "a", Type: "json", Fields: []string{"a"}},
+	}
+	for _, sel := range []any{
+		map[string]any{"a": map[string]any{"$gt": 1.0}},
+		map[string]any{"a": map[string]any{"$gt": json.Number("1")}},
+	} {
+		p, err := Plan(sel, nil, nil, indexes, PlanOptions{AllowFallback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Index.Name != "a" || len(p.Ranges) != 1 {
+			t.Fatalf("%v: plan %+v", sel, p)
+		}
+		if got := fmt.Sprint(p.Ranges[0].StartKey); got != "[1]" {
+			t.Errorf("%v: start key %s", sel, got)
+		}
+		if p.Ranges[0].EndKey.([]any)[0] != MaxJSON {
+			t.Errorf("%v: end key %v", sel, p.Ranges[0].EndKey)
+		}
+		p.Index.Name = "changed"
+		if indexes[1].Name != "a" {
+			t.Fatal("the plan's index aliases the caller's")
+		}
+	}
+	p, err := Plan(map[string]any{"b": map[string]any{"$eq": "x"}}, nil, []string{"t"}, indexes, PlanOptions{AllowFallback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Index.Type != "special" || p.Ranges[0].StartKey != nil || p.Ranges[0].EndKey != MaxID {
+		t.Errorf("plan %+v %+v", p.Index, p.Ranges)
+	}
+	if len(p.Warnings) != 2 {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+}
+
+func collateJSON(a []byte, b string) int { return collate.Compare(a, []byte(b)) }
