@@ -29,14 +29,17 @@ import (
 // _all_docs). Desc says the index was declared descending: CouchDB emits
 // the same keys either way and plans alike, so it shows only in the
 // index's definition. Partial is the normalized partial_filter_selector,
-// or nil.
+// or nil. Partitioned says the index is a partition's (its design doc's
+// options.partitioned, by default the database's): a partition query uses
+// only those, a global query only the others.
 type PlanIndex struct {
-	DDoc    string
-	Name    string
-	Type    string
-	Fields  []string
-	Desc    bool
-	Partial any
+	DDoc        string
+	Name        string
+	Type        string
+	Fields      []string
+	Desc        bool
+	Partial     any
+	Partitioned bool
 }
 
 // SortSpec is one field of a query's sort. CouchDB allows one direction
@@ -52,18 +55,21 @@ type SortSpec struct {
 // request). Fields is the query's fields; nil or empty means all, which
 // no index covers. Explain plans for _explain, which unlike _find does
 // not fail when no index can serve the sort: it prints index null.
-// Conflicts, R, Stable, NoUpdate and Partition are the request options
-// that show in _explain's mrargs (R > 1 makes include_docs false, as the
-// coordinator then reads docs at quorum).
+// Partition is the partition of a partition query (/db/_partition/P/_find)
+// and PartitionedDB says the database is partitioned (which changes the
+// no_usable_index reason). Conflicts, R, Stable and NoUpdate are the
+// request options that show in _explain's mrargs (R > 1 makes
+// include_docs false, as the coordinator then reads docs at quorum).
 type PlanOptions struct {
 	AllowFallback bool
 	Fields        []string
 	Explain       bool
+	Partition     string
+	PartitionedDB bool
 	Conflicts     bool
 	R             int
 	Stable        bool
 	NoUpdate      bool
-	Partition     string
 }
 
 // KeyRange is one range of index keys to read, as CouchDB's mrargs name
@@ -145,6 +151,8 @@ func (e *PlanError) Error() string { return "mango: " + e.Err + ": " + e.Reason 
 // CouchDB's texts (mango_error, mango_cursor).
 const (
 	reasonMissingSortIndex = "No index exists for this sort, try indexing by the sort fields."
+	reasonMissingSortPart  = "No partitioned index exists for this sort, try indexing by the sort fields."
+	reasonMissingSortGlob  = "No global index exists for this sort, try indexing by the sort fields."
 	reasonNoUseIndex       = "You must specify an index with the `use_index` parameter."
 	warnNoIndex            = "No matching index found, create an index to optimize query time."
 )
@@ -188,12 +196,22 @@ func Plan(sel any, sortSpec []SortSpec, useIndex []string, indexes []PlanIndex, 
 	considered = usortIndexes(considered)
 	var usable []*PlanIndex
 	for _, ix := range considered {
+		// filter_partition_indexes: _all_docs serves both kinds.
+		if ix.Type != "special" && ix.Partitioned != (opts.Partition != "") {
+			continue
+		}
 		if isUsable(ix, sel, sortFields) {
 			usable = append(usable, ix)
 		}
 	}
 	if len(usable) == 0 && !opts.Explain {
-		return nil, &PlanError{400, "no_usable_index", reasonMissingSortIndex}
+		switch {
+		case !opts.PartitionedDB:
+			return nil, &PlanError{400, "no_usable_index", reasonMissingSortIndex}
+		case opts.Partition != "":
+			return nil, &PlanError{400, "no_usable_index", reasonMissingSortPart}
+		}
+		return nil, &PlanError{400, "no_usable_index", reasonMissingSortGlob}
 	}
 
 	// mango_cursor:create: use_index narrows the usable indexes; when it
@@ -961,7 +979,7 @@ func (p *QueryPlan) Explain() (index, mrargs json.RawMessage) {
 	if ix.Type == "special" {
 		b.WriteString(`{"ddoc":null,"name":"_all_docs","type":"special","def":{"fields":[{"_id":"asc"}]}}`)
 	} else {
-		fmt.Fprintf(&b, `{"ddoc":%s,"name":%s,"type":%s,"partitioned":false,"def":{"fields":[`, jsonText(ix.DDoc), jsonText(ix.Name), jsonText(ix.Type))
+		fmt.Fprintf(&b, `{"ddoc":%s,"name":%s,"type":%s,"partitioned":%t,"def":{"fields":[`, jsonText(ix.DDoc), jsonText(ix.Name), jsonText(ix.Type), ix.Partitioned)
 		dir := "asc"
 		if ix.Desc {
 			dir = "desc"

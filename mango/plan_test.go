@@ -21,14 +21,18 @@ import (
 // and the queries asked of that database with CouchDB's answers. The
 // answers are recorded by TestRecordPlanCases from a real CouchDB 3.5.2.
 type planFile struct {
-	Indexes []json.RawMessage `json:"indexes"`
-	Listed  json.RawMessage   `json:"listed,omitempty"`
-	Cases   []planCase        `json:"cases"`
+	// Partitioned makes the database a partitioned one.
+	Partitioned bool              `json:"partitioned,omitempty"`
+	Indexes     []json.RawMessage `json:"indexes"`
+	Listed      json.RawMessage   `json:"listed,omitempty"`
+	Cases       []planCase        `json:"cases"`
 }
 
 type planCase struct {
-	Name  string          `json:"name"`
-	Query json.RawMessage `json:"query"`
+	Name string `json:"name"`
+	// Partition, when set, asks the partition's _find and _explain.
+	Partition string          `json:"partition,omitempty"`
+	Query     json.RawMessage `json:"query"`
 	// Normalized is the selector as CouchDB's _explain printed it
 	// (mango_selector:normalize), asked with the selector alone.
 	Normalized json.RawMessage `json:"normalized,omitempty"`
@@ -121,7 +125,11 @@ func TestRecordPlanCases(t *testing.T) {
 	for name, f := range readPlanFiles(t) {
 		db := base + "/plan_" + strings.TrimSuffix(filepath.Base(name), ".json")
 		couchCall(t, "DELETE", db, nil)
-		if st, m := couchCall(t, "PUT", db, nil); st != 201 {
+		create := db
+		if f.Partitioned {
+			create += "?partitioned=true"
+		}
+		if st, m := couchCall(t, "PUT", create, nil); st != 201 {
 			t.Fatalf("create %s: %d %v", db, st, m)
 		}
 		for _, ix := range f.Indexes {
@@ -137,16 +145,20 @@ func TestRecordPlanCases(t *testing.T) {
 			if err := json.Unmarshal(c.Query, &q); err != nil {
 				t.Fatal(err)
 			}
-			_, ex := couchCall(t, "POST", db+"/_explain", map[string]json.RawMessage{"selector": q["selector"]})
+			at := db
+			if c.Partition != "" {
+				at += "/_partition/" + c.Partition
+			}
+			_, ex := couchCall(t, "POST", at+"/_explain", map[string]json.RawMessage{"selector": q["selector"]})
 			c.Normalized = ex["selector"]
-			st, ex := couchCall(t, "POST", db+"/_explain", c.Query)
+			st, ex := couchCall(t, "POST", at+"/_explain", c.Query)
 			c.Explain = &recorded{Status: st}
 			if st == 200 {
 				c.Explain.Index, c.Explain.MRArgs, c.Explain.Covering = ex["index"], ex["mrargs"], ex["covering"]
 			} else {
 				c.Explain.Error, c.Explain.Reason = unquote(ex["error"]), unquote(ex["reason"])
 			}
-			st, fd := couchCall(t, "POST", db+"/_find", c.Query)
+			st, fd := couchCall(t, "POST", at+"/_find", c.Query)
 			c.Find = &recorded{Status: st, Warning: unquote(fd["warning"]), Error: unquote(fd["error"]), Reason: unquote(fd["reason"])}
 		}
 		b, err := json.MarshalIndent(f, "", "  ")
@@ -165,10 +177,11 @@ func TestRecordPlanCases(t *testing.T) {
 func planIndexes(t *testing.T, listed json.RawMessage) []PlanIndex {
 	t.Helper()
 	var l []struct {
-		DDoc *string `json:"ddoc"`
-		Name string  `json:"name"`
-		Type string  `json:"type"`
-		Def  struct {
+		DDoc        *string `json:"ddoc"`
+		Name        string  `json:"name"`
+		Type        string  `json:"type"`
+		Partitioned bool    `json:"partitioned"`
+		Def         struct {
 			Fields  []map[string]string `json:"fields"`
 			Partial any                 `json:"partial_filter_selector"`
 		} `json:"def"`
@@ -178,7 +191,7 @@ func planIndexes(t *testing.T, listed json.RawMessage) []PlanIndex {
 	}
 	var out []PlanIndex
 	for _, x := range l {
-		ix := PlanIndex{Name: x.Name, Type: x.Type, Partial: x.Def.Partial}
+		ix := PlanIndex{Name: x.Name, Type: x.Type, Partial: x.Def.Partial, Partitioned: x.Partitioned}
 		if x.DDoc != nil {
 			ix.DDoc = *x.DDoc
 		}
@@ -288,6 +301,7 @@ func TestPlanAsCouchDB(t *testing.T) {
 			t.Run(filepath.Base(name)+"/"+c.Name, func(t *testing.T) {
 				sel := decodeNumbers(t, c.Normalized)
 				sortSpec, use, opts := queryArgs(t, c.Query)
+				opts.Partition, opts.PartitionedDB = c.Partition, f.Partitioned
 
 				p, err := Plan(sel, sortSpec, use, indexes, opts)
 				if c.Find.Status != 200 {
