@@ -196,6 +196,30 @@ func keyJSONString(v any) string {
 	return ""
 }
 
+// checkNumberForms plans the selector again with its numbers as
+// json.Number (as a decoder with UseNumber gives them): the plan must be
+// the same.
+func checkNumberForms(t *testing.T, sel any, sortSpec []SortSpec, useIndex []string, indexes []PlanIndex, opts PlanOptions, p *QueryPlan, err error) {
+	d := json.NewDecoder(strings.NewReader(string(keyJSON(t, sel))))
+	d.UseNumber()
+	var sel2 any
+	if e := d.Decode(&sel2); e != nil {
+		t.Fatal(e)
+	}
+	p2, err2 := Plan(sel2, sortSpec, useIndex, indexes, opts)
+	if fmt.Sprint(err) != fmt.Sprint(err2) {
+		t.Fatalf("float64 selector: %v, json.Number selector: %v", err, err2)
+	}
+	if err != nil {
+		return
+	}
+	i1, m1 := p.Explain()
+	i2, m2 := p2.Explain()
+	if string(i1) != string(i2) || string(m1) != string(m2) || strings.Join(p.Warnings, "|") != strings.Join(p2.Warnings, "|") {
+		t.Fatalf("float64 selector: %s %s %q, json.Number selector: %s %s %q", i1, m1, p.Warnings, i2, m2, p2.Warnings)
+	}
+}
+
 func compileOrFail(t *testing.T, sel any) *Selector {
 	s, err := Compile(sel)
 	if err != nil {
@@ -249,6 +273,7 @@ func FuzzPlan(f *testing.F) {
 		opts := PlanOptions{AllowFallback: fb.n(4) != 0}
 
 		p, err := Plan(sel, sortSpec, useIndex, indexes, opts)
+		checkNumberForms(t, sel, sortSpec, useIndex, indexes, opts, p, err)
 		if err != nil {
 			if _, ok := err.(*PlanError); !ok {
 				t.Fatalf("error %T %v is not a *PlanError", err, err)
