@@ -11,7 +11,13 @@ package mango
 //
 // The planner only narrows: the docs it selects are a superset of the
 // answer, which the caller filters with the selector (as CouchDB does on
-// every row), so a range may be loose but never too tight.
+// every row), so a range may be loose but never too tight. The exceptions
+// are CouchDB's, kept so that settee answers as it does: a partial index
+// (chosen only by use_index) has rows for the docs its filter keeps; a
+// json index has no row for a doc missing one of its fields, which drops
+// the docs missing a sort field; an _all_docs bound that is not a string
+// sorts before every id (CouchDB compares ids in Erlang term order); and
+// an empty $and at the top reads nothing although it matches every doc.
 
 import (
 	"bytes"
@@ -78,7 +84,11 @@ type PlanOptions struct {
 // end included when InclusiveEnd. For a json index the keys are arrays,
 // the values of the index's fields in order; for _all_docs they are doc
 // ids. Values are decoded JSON (as the selector gave them), except the
-// maxima MaxJSON and MaxID, which stand for CouchDB's sentinels.
+// maxima MaxJSON and MaxID, which stand for CouchDB's sentinels. There is
+// no minimum sentinel, as in CouchDB: an open start is a shorter key (the
+// start key [] is before every array, [1] before every [1, ...]), and an
+// open start on _all_docs is "" (below an _id bound) or null (no _id
+// bound: CouchDB's catch-all range {$gt: null}), both before every id.
 type KeyRange struct {
 	StartKey     any
 	EndKey       any
