@@ -167,8 +167,8 @@ const (
 	warnNoIndex            = "No matching index found, create an index to optimize query time."
 )
 
-// AllDocsIndex is the special index on _id that every database has.
-var AllDocsIndex = PlanIndex{Name: "_all_docs", Type: "special", Fields: []string{"_id"}}
+// AllDocsPlanIndex is the special index on _id that every database has.
+var AllDocsPlanIndex = PlanIndex{Name: "_all_docs", Type: "special", Fields: []string{"_id"}}
 
 // Plan chooses the index for a query and the range to read, as CouchDB
 // does. sel is the normalized selector (mango_selector:normalize form,
@@ -184,7 +184,7 @@ func Plan(sel any, sortSpec []SortSpec, useIndex []string, indexes []PlanIndex, 
 		special = special || indexes[i].Type == "special"
 	}
 	if !special {
-		ad := AllDocsIndex
+		ad := AllDocsPlanIndex
 		all = append(all, &ad)
 	}
 	sortFields := make([]string, len(sortSpec))
@@ -418,8 +418,8 @@ func clauses(sel any) []any {
 	return out
 }
 
-// single returns the one member of a normalized selector object.
-func single(v any) (string, any, bool) {
+// planSingle returns the one member of a normalized selector object.
+func planSingle(v any) (string, any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) != 1 {
 		return "", nil, false
@@ -500,7 +500,7 @@ func requiredRemainder(sel any, required []string) []string {
 			return nil
 		}
 		for _, c := range clauses(el) {
-			k, v, _ := single(c)
+			k, v, _ := planSingle(c)
 			args, isList := v.([]any)
 			switch {
 			case k == "$and" && isList:
@@ -519,7 +519,7 @@ func requiredRemainder(sel any, required []string) []string {
 				sort.Strings(rem)
 				required = rem
 			default:
-				if op, arg, ok := single(v); ok && op == "$exists" && arg == false {
+				if op, arg, ok := planSingle(v); ok && op == "$exists" && arg == false {
 					continue
 				}
 				required = deleteString(required, k)
@@ -566,7 +566,7 @@ func isTextSearch(v any) bool {
 // order on it cannot change the sort.
 func isConstantField(sel any, field string) bool {
 	for _, c := range clauses(sel) {
-		k, v, _ := single(c)
+		k, v, _ := planSingle(c)
 		if args, ok := v.([]any); ok && k == "$and" {
 			for _, a := range args {
 				if isConstantField(a, field) {
@@ -576,7 +576,7 @@ func isConstantField(sel any, field string) bool {
 			return false
 		}
 		if k == field {
-			op, _, ok := single(v)
+			op, _, ok := planSingle(v)
 			return ok && op == "$eq"
 		}
 	}
@@ -608,7 +608,7 @@ func canUseSort(cols, sortFields []string, sel any) bool {
 func selectorFields(sel any) []string {
 	var out []string
 	for _, c := range clauses(sel) {
-		k, v, _ := single(c)
+		k, v, _ := planSingle(c)
 		if args, ok := v.([]any); ok && strings.HasPrefix(k, "$") {
 			for _, a := range args {
 				out = append(out, selectorFields(a)...)
@@ -642,7 +642,7 @@ func covers(ix *PlanIndex, fields []string, sel any) bool {
 // isNoopSelector is mango_cursor:maybe_noop_range's test: an empty $all,
 // $and, $or or $in at the top matches nothing, so nothing is read.
 func isNoopSelector(sel any) bool {
-	k, v, ok := single(sel)
+	k, v, ok := planSingle(sel)
 	if !ok {
 		return false
 	}
@@ -695,7 +695,7 @@ func indexableFields(sel any) []string {
 	var walk func(any)
 	walk = func(s any) {
 		for _, c := range clauses(s) {
-			k, v, _ := single(c)
+			k, v, _ := planSingle(c)
 			if k == "$and" {
 				if args, ok := v.([]any); ok {
 					for _, a := range args {
@@ -707,7 +707,7 @@ func indexableFields(sel any) []string {
 			if strings.HasPrefix(k, "$") {
 				continue
 			}
-			switch op, _, _ := single(v); op {
+			switch op, _, _ := planSingle(v); op {
 			case "$lt", "$lte", "$eq", "$gt", "$gte", "$beginsWith", "$exists":
 				seen[k] = true
 			}
@@ -742,7 +742,7 @@ func rangeOf(sel any, field string, r keyRange) keyRange {
 		if r.empty {
 			return r
 		}
-		k, v, _ := single(c)
+		k, v, _ := planSingle(c)
 		switch {
 		case k == "$and":
 			if args, ok := v.([]any); ok {
@@ -788,7 +788,7 @@ func rangePos(low, arg, high any) int {
 
 // narrow is mango_idx_view:range/5: a condition ANDed with the range.
 func narrow(cond any, r keyRange) keyRange {
-	op, arg, ok := single(cond)
+	op, arg, ok := planSingle(cond)
 	if !ok {
 		return r
 	}
