@@ -38,7 +38,8 @@ var fuzzValues = []string{`null`, `false`, `true`, `-2`, `0`, `0.5`, `1`, `2`, `
 
 var fuzzStrings = []string{"", "a", "ab", "b", "c"}
 
-var fuzzFields = []string{"a", "b", "c"}
+// fuzzFields are the fuzzed fields; "x.y" is nested, {"x":{"y":...}}.
+var fuzzFields = []string{"a", "b", "c", "x.y"}
 
 func (f *fuzzBytes) value() any {
 	var v any
@@ -143,9 +144,18 @@ func (f *fuzzBytes) docs() []map[string]any {
 	for i := range out {
 		d := map[string]any{"_id": ids[i]}
 		for _, k := range fuzzFields {
-			if f.n(4) != 0 {
-				d[k] = f.value()
+			if f.n(4) == 0 {
+				continue
 			}
+			if k == "x.y" {
+				if f.n(5) == 0 {
+					d["x"] = f.value() // x without y
+				} else {
+					d["x"] = map[string]any{"y": f.value()}
+				}
+				continue
+			}
+			d[k] = f.value()
 		}
 		out[i] = d
 	}
@@ -194,6 +204,21 @@ func keyJSONString(v any) string {
 		return "\U0010FFFF"
 	}
 	return ""
+}
+
+// fieldValue is a doc's value at a dotted field path, as an index emits it.
+func fieldValue(d map[string]any, field string) (any, bool) {
+	var v any = d
+	for _, part := range strings.Split(field, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // checkNumberForms plans the selector again with its numbers as
@@ -296,7 +321,7 @@ func FuzzPlan(f *testing.F) {
 			needsSort := true
 			if !special {
 				for _, s := range sortSpec {
-					if _, ok := d[s.Field]; !ok {
+					if _, ok := fieldValue(d, s.Field); !ok {
 						needsSort = false
 					}
 				}
@@ -315,7 +340,7 @@ func FuzzPlan(f *testing.F) {
 				k := make([]any, 0, len(ix.Fields))
 				has := true
 				for _, c := range ix.Fields {
-					v, ok := d[c]
+					v, ok := fieldValue(d, c)
 					has = has && ok
 					k = append(k, v)
 				}
