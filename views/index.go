@@ -60,7 +60,7 @@ type index struct {
 	db      *badger.DB
 	ks      keyspace
 	def     *Def
-	maps    *couchjs.MapSet
+	maps    mapper
 	changes Changes
 	log     *slog.Logger
 	// sinceWrite is how long ago the node last began committing a user

@@ -306,13 +306,23 @@ func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, d
 	if ix := s.indexers[k]; ix != nil {
 		return ix, nil
 	}
-	fns := make([]string, len(def.Views))
-	for i, v := range def.Views {
-		fns[i] = v.Map
-	}
-	maps, err := s.cfg.JS.NewMapSet(fns, def.Lib)
-	if err != nil {
-		return nil, err
+	var maps mapper
+	if def.Language == "query" {
+		qm, err := newQueryMaps(def)
+		if err != nil {
+			return nil, err
+		}
+		maps = qm
+	} else {
+		fns := make([]string, len(def.Views))
+		for i, v := range def.Views {
+			fns[i] = v.Map
+		}
+		js, err := s.cfg.JS.NewMapSet(fns, def.Lib)
+		if err != nil {
+			return nil, err
+		}
+		maps = js
 	}
 	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes,
 		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite,
