@@ -76,6 +76,12 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handleEnsureFullCommit(rq, db)
 	case "_view_cleanup":
 		return g.handleViewCleanup(rq, db)
+	case "_find":
+		return g.handleFind(rq, db, false)
+	case "_explain":
+		return g.handleFind(rq, db, true)
+	case "_index":
+		return g.handleIndex(rq, db, rest)
 	case "_compact":
 		return g.handleCompact(rq, db, rest)
 	case "_purge":

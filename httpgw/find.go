@@ -1,0 +1,566 @@
+package httpgw
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/mango"
+	pb "github.com/settee/settee/proto"
+)
+
+// POST /db/_find and /db/_explain: a Mango query parsed (mango.ParseFind),
+// planned as CouchDB plans it (mango.Plan) and run on the chosen index,
+// the rows merged across the shards in the index's order by the views
+// engine (or _all_docs), each doc matched against the selector here, then
+// skip, limit and fields applied after the merge, as CouchDB's
+// coordinator does.
+
+// findQuery is one parsed and planned query.
+type findQuery struct {
+	f       *mango.Find
+	plan    *mango.QueryPlan
+	sel     *mango.Selector
+	idx     *mangoIndex // the plan's json index; nil for _all_docs
+	explain bool
+}
+
+// findStats are CouchDB's execution_stats counters.
+type findStats struct {
+	keys, docs, quorum, results int64
+	start                       time.Time
+}
+
+// indexScanWarning is mango's index_scan_warning_threshold: more docs
+// examined per result than this adds CouchDB's warning.
+const indexScanWarning = 10
+
+func (g *Gateway) handleFind(rq *req, db string, explain bool) error {
+	if rq.r.Method != http.MethodPost {
+		return methodNotAllowed("POST")
+	}
+	if err := requireJSON(rq); err != nil {
+		return err
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	body, err := readBody(rq, g.cfg.MaxRequestSize)
+	if err != nil {
+		return err
+	}
+	q, err := g.planFind(rq, db, body, explain)
+	if err != nil {
+		return err
+	}
+	if explain {
+		return g.writeExplain(rq, db, q)
+	}
+	return g.runFind(rq, db, q)
+}
+
+func (g *Gateway) planFind(rq *req, db string, body []byte, explain bool) (*findQuery, error) {
+	f, err := mango.ParseFind(body)
+	if err != nil {
+		return nil, mangoErr(err)
+	}
+	q := &findQuery{f: f, explain: explain}
+	idxs, err := g.mangoIndexes(rq, db)
+	if err != nil {
+		return nil, err
+	}
+	plan := make([]mango.PlanIndex, 0, len(idxs)+1)
+	plan = append(plan, mango.AllDocsPlanIndex)
+	for _, m := range idxs {
+		ix := m.ix
+		pi := mango.PlanIndex{DDoc: ix.DDoc, Name: ix.Name, Type: ix.Type, Partitioned: ix.Partitioned}
+		if ix.PartialFilter != nil {
+			pi.Partial = mango.Plain(ix.PartialFilter)
+			if o, ok := pi.Partial.(map[string]any); ok && len(o) == 0 {
+				pi.Partial = nil
+			}
+		}
+		for i, fl := range ix.Fields {
+			pi.Fields = append(pi.Fields, fl.Name)
+			if i == 0 {
+				pi.Desc = fl.Desc
+			}
+		}
+		plan = append(plan, pi)
+	}
+	sorts := make([]mango.SortSpec, len(f.Sort))
+	for i, s := range f.Sort {
+		sorts[i] = mango.SortSpec{Field: s.Name, Desc: s.Desc}
+	}
+	sel := mango.Plain(f.Selector)
+	p, err := mango.Plan(sel, sorts, f.UseIndex, plan, mango.PlanOptions{
+		AllowFallback: f.AllowFallback, Fields: f.Fields, Explain: explain, Partition: f.Partition,
+		Conflicts: f.Conflicts, R: int(f.R), Stable: f.Stable || f.Stale == "ok", NoUpdate: !f.Update || f.Stale == "ok",
+	})
+	if err != nil {
+		return nil, mangoErr(err)
+	}
+	q.plan = p
+	if p.Index != nil && p.Index.Type == "json" {
+		for i := range idxs {
+			if idxs[i].ix.DDoc == p.Index.DDoc && idxs[i].ix.Name == p.Index.Name {
+				q.idx = &idxs[i]
+			}
+		}
+	}
+	if q.sel, err = mango.Compile(sel); err != nil {
+		return nil, mangoErr(err)
+	}
+	return q, nil
+}
+
+// writeExplain answers _explain in CouchDB's shape (its index_candidates
+// and selector_hints are left out).
+func (g *Gateway) writeExplain(rq *req, db string, q *findQuery) error {
+	f := q.f
+	index, mrargs := q.plan.Explain()
+	sel, _ := json.Marshal(f.Selector)
+	sortObj := mango.Object{}
+	for _, s := range f.Sort {
+		dir := "asc"
+		if s.Desc {
+			dir = "desc"
+		}
+		sortObj = append(sortObj, mango.Member{Key: s.Name, Value: dir})
+	}
+	fields := f.Fields
+	if fields == nil {
+		fields = []string{}
+	}
+	bookmark := f.Bookmark
+	if bookmark == "" {
+		bookmark = "nil"
+	}
+	var stale any = false
+	if f.Stale != "" {
+		stale = f.Stale
+	}
+	partition := f.Partition
+	opts := mango.Object{
+		{Key: "use_index", Value: f.UseIndex}, {Key: "bookmark", Value: bookmark}, {Key: "limit", Value: f.Limit},
+		{Key: "skip", Value: f.Skip}, {Key: "sort", Value: sortObj}, {Key: "fields", Value: fields},
+		{Key: "partition", Value: partition}, {Key: "r", Value: f.R}, {Key: "conflicts", Value: f.Conflicts},
+		{Key: "stale", Value: stale}, {Key: "update", Value: f.Update}, {Key: "stable", Value: f.Stable},
+		{Key: "execution_stats", Value: f.ExecutionStats}, {Key: "allow_fallback", Value: f.AllowFallback},
+	}
+	out := mango.Object{
+		{Key: "dbname", Value: db}, {Key: "index", Value: index}, {Key: "partitioned", Value: false},
+		{Key: "selector", Value: json.RawMessage(sel)}, {Key: "opts", Value: opts},
+		{Key: "limit", Value: f.Limit}, {Key: "skip", Value: f.Skip}, {Key: "fields", Value: fields},
+	}
+	if mrargs != nil {
+		out = append(out, mango.Member{Key: "mrargs", Value: mrargs}, mango.Member{Key: "covering", Value: q.plan.Covering})
+	}
+	return g.writeJSON(rq, 200, out)
+}
+
+// findWriter streams _find's answer: nothing is sent before the first
+// doc or the end, so an error before then is an ordinary error answer.
+type findWriter struct {
+	rq     *req
+	rw     *rowWriter
+	opened bool
+	n      int
+}
+
+func (w *findWriter) open() {
+	if w.opened {
+		return
+	}
+	w.opened = true
+	h := w.rq.w.Header()
+	h.Set("Content-Type", "application/json")
+	w.rq.w.WriteHeader(200)
+	w.rw.raw("{\"docs\":[\r\n")
+}
+
+func (w *findWriter) doc(b []byte) error {
+	w.open()
+	if w.n > 0 {
+		w.rw.raw(",\r\n")
+	}
+	w.n++
+	w.rw.line(b)
+	return w.rw.err
+}
+
+// runFind runs a planned query and streams its docs.
+func (g *Gateway) runFind(rq *req, db string, q *findQuery) error {
+	f := q.f
+	if err := mango.FieldsError(f.Fields); err != nil {
+		return mangoErr(err)
+	}
+	after, err := decodeBookmark(f.Bookmark)
+	if err != nil {
+		return err
+	}
+	st := &findStats{start: time.Now()}
+	w := &findWriter{rq: rq, rw: newRowWriter(rq)}
+	skip, limit := f.Skip, f.Limit
+	var last *bookmark
+	// emit takes one candidate doc: matched, skipped, sent; false once
+	// the limit is reached
+	emit := func(doc map[string]any, raw []byte, at bookmark) (bool, error) {
+		if limit <= 0 {
+			return false, nil
+		}
+		if !q.sel.Match(doc) {
+			return true, nil
+		}
+		if skip > 0 {
+			skip--
+			return true, nil
+		}
+		out := raw
+		if len(f.Fields) > 0 || raw == nil {
+			b, err := json.Marshal(mango.Fields(doc, f.Fields))
+			if err != nil {
+				return false, err
+			}
+			out = b
+		}
+		if err := w.doc(out); err != nil {
+			return false, err
+		}
+		st.results++
+		limit--
+		last = &at
+		return limit > 0, nil
+	}
+	if limit > 0 && len(q.plan.Ranges) > 0 {
+		if q.idx != nil {
+			err = g.findOnIndex(rq, db, q, after, st, emit)
+		} else {
+			err = g.findOnAllDocs(rq, db, q, after, st, emit)
+		}
+	}
+	if err != nil && !errors.Is(err, errStopView) {
+		if !w.opened {
+			return err
+		}
+		g.log.Warn("_find failed after its answer began", "db", db, "err", err)
+	}
+	w.open()
+	if w.n > 0 {
+		w.rw.raw("\r\n")
+	}
+	// CouchDB's framing, byte for byte
+	tail := []byte("],\r\n\"bookmark\": ")
+	bm := "nil"
+	switch {
+	case last != nil:
+		bm = last.encode()
+	case f.Bookmark != "":
+		bm = f.Bookmark
+	}
+	tail = strconv.AppendQuote(tail, bm)
+	if f.ExecutionStats {
+		tail = append(tail, ",\r\n\"execution_stats\": {\"total_keys_examined\":"...)
+		tail = strconv.AppendInt(tail, st.keys, 10)
+		tail = append(tail, `,"total_docs_examined":`...)
+		tail = strconv.AppendInt(tail, st.docs, 10)
+		tail = append(tail, `,"total_quorum_docs_examined":`...)
+		tail = strconv.AppendInt(tail, st.quorum, 10)
+		tail = append(tail, `,"results_returned":`...)
+		tail = strconv.AppendInt(tail, st.results, 10)
+		tail = append(tail, `,"execution_time_ms":`...)
+		tail = strconv.AppendFloat(tail, float64(time.Since(st.start).Microseconds())/1000, 'f', 3, 64)
+		tail = append(tail, '}')
+	}
+	warnings := append([]string(nil), q.plan.Warnings...)
+	examined := st.docs
+	if examined > indexScanWarning*max(st.results, 1) {
+		warnings = append(warnings, "The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
+	}
+	if len(warnings) > 0 {
+		wb, _ := json.Marshal(strings.Join(warnings, "\n"))
+		tail = append(tail, ",\r\n\"warning\": "...)
+		tail = append(tail, wb...)
+	}
+	tail = append(tail, "}\r\n\n"...)
+	w.rw.line(tail)
+	w.rw.flush()
+	return nil
+}
+
+// bookmark is where a page ended: the last doc's row in the index (its
+// key and doc id; for _all_docs the id alone). settee's bookmarks are
+// base64url of the JSON ["s1", key, id]; CouchDB's are opaque to clients
+// too, and one settee did not make is refused.
+type bookmark struct {
+	key json.RawMessage // nil for _all_docs
+	id  string
+}
+
+func (b bookmark) encode() string {
+	key := b.key
+	if key == nil {
+		key = json.RawMessage("null")
+	}
+	raw, _ := json.Marshal([]any{"s1", key, b.id})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func decodeBookmark(s string) (*bookmark, error) {
+	if s == "" || s == "nil" {
+		return nil, nil
+	}
+	bad := newErr(400, "invalid_bookmark", "Invalid bookmark value: "+strconv.Quote(s))
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil || len(parts) != 3 || string(parts[0]) != `"s1"` {
+		return nil, bad
+	}
+	b := &bookmark{key: parts[1]}
+	if json.Unmarshal(parts[2], &b.id) != nil {
+		return nil, bad
+	}
+	return b, nil
+}
+
+type findEmit func(doc map[string]any, raw []byte, at bookmark) (bool, error)
+
+// decodeDoc decodes a doc for the matcher: numbers kept as written.
+func decodeDoc(raw []byte) (map[string]any, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if d.Decode(&m) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// findOnAllDocs reads the plan's _id range of _all_docs with the docs.
+func (g *Gateway) findOnAllDocs(rq *req, db string, q *findQuery, after *bookmark, st *findStats, emit findEmit) error {
+	r := q.plan.Ranges[0]
+	rg := coordinator.RangeQuery{IncludeDocs: true, Limit: -1, InclusiveEnd: r.InclusiveEnd, Descending: r.Descending}
+	if s, ok := r.StartKey.(string); ok {
+		rg.StartKey, rg.HasStart = s, true
+	}
+	if e, ok := r.EndKey.(string); ok {
+		rg.EndKey, rg.HasEnd = e, true
+	}
+	if after != nil {
+		// the page goes on from the bookmark's doc (read again, skipped)
+		rg.StartKey, rg.HasStart = after.id, true
+	}
+	o := &couchdoc.Options{Conflicts: q.f.Conflicts}
+	return g.c.AllDocs(rq.ctx, db, rg, func(row *pb.Row) error {
+		if row.Info == nil || row.Json == nil {
+			return nil
+		}
+		id := row.Info.Id
+		if after != nil && id == after.id {
+			return nil
+		}
+		st.keys++
+		if isDesign(id) {
+			return nil // _find answers no design docs
+		}
+		st.docs++
+		raw := couchdoc.Append(nil, id, row.Info, &pb.RevBody{Rev: row.Info.Winner, Json: row.Json, Atts: row.Atts}, o)
+		doc, ok := decodeDoc(raw)
+		if !ok {
+			return nil
+		}
+		more, err := emit(doc, raw, bookmark{id: id})
+		if err != nil {
+			return err
+		}
+		if !more {
+			return errStopView
+		}
+		return nil
+	})
+}
+
+// findOnIndex reads the plan's range of a json index, in its order
+// across the shards, and the rows' docs a page at a time (or none when
+// the index covers the query).
+func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark, st *findStats, emit findEmit) error {
+	r := q.plan.Ranges[0]
+	sk, err := json.Marshal(r.StartKey)
+	if err != nil {
+		return err
+	}
+	ek, err := json.Marshal(r.EndKey)
+	if err != nil {
+		return err
+	}
+	va := viewArgs{startKey: sk, endKey: ek, inclusiveEnd: r.InclusiveEnd, descending: r.Descending}
+	if r.StartKey == nil {
+		va.startKey = nil
+	}
+	if r.EndKey == nil {
+		va.endKey = nil
+	}
+	lo, hi, err := va.bounds()
+	if err != nil {
+		return nil // an empty range (the planner's bounds cross)
+	}
+	if after != nil {
+		// past the bookmark's row: rows sort by [key, id]
+		at, err := appendRowPos(after)
+		if err != nil {
+			return newErr(400, "invalid_bookmark", "Invalid bookmark value: "+strconv.Quote(q.f.Bookmark))
+		}
+		if r.Descending {
+			if hi == nil || bytes.Compare(at, hi) < 0 {
+				hi = at
+			}
+		} else {
+			next := append(at, 0xff, 0xff, 0xff)
+			if lo == nil || bytes.Compare(next, lo) > 0 {
+				lo = next
+			}
+		}
+	}
+	update := "true"
+	if !q.f.Update || q.f.Stale == "ok" {
+		update = "false"
+	}
+	m := q.idx
+	fields := make([][]string, len(m.ix.Fields))
+	for i, fl := range m.ix.Fields {
+		fields[i] = mango.FieldPath(fl.Name)
+	}
+	var batch []*pb.ViewRow
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		rows := batch
+		batch = batch[:0:0]
+		docs, err := g.findDocs(rq, db, q, rows, st)
+		if err != nil {
+			return err
+		}
+		for i, row := range rows {
+			if docs[i] == nil {
+				continue
+			}
+			doc, ok := decodeDoc(docs[i])
+			if !ok {
+				continue
+			}
+			more, err := emit(doc, docs[i], bookmark{key: row.Key, id: row.Id})
+			if err != nil {
+				return err
+			}
+			if !more {
+				return errStopView
+			}
+		}
+		return nil
+	}
+	page := 0
+	if want := q.f.Limit + q.f.Skip; want < 1000 {
+		page = int(want) + 1
+	}
+	args := coordinator.ViewArgs{DDocID: m.ix.DDoc, DDoc: m.ddoc, View: m.ix.Name, Start: lo, End: hi,
+		Descending: r.Descending, Update: update, PageRows: page}
+	err = g.c.View(rq.ctx, db, args, func(coordinator.ViewMeta) error { return nil }, func(row *pb.ViewRow) error {
+		st.keys++
+		if q.plan.Covering {
+			doc, ok := coveredDoc(row, fields)
+			if !ok {
+				return nil
+			}
+			more, err := emit(doc, nil, bookmark{key: row.Key, id: row.Id})
+			if err != nil {
+				return err
+			}
+			if !more {
+				return errStopView
+			}
+			return nil
+		}
+		batch = append(batch, row)
+		if len(batch) >= 100 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return err
+}
+
+// appendRowPos is a bookmark's row position in an index: its collated
+// [key, id].
+func appendRowPos(b *bookmark) ([]byte, error) {
+	va := viewArgs{key: b.key, hasKey: true, startDocID: b.id, hasStartID: true}
+	lo, _, err := va.bounds()
+	return lo, err
+}
+
+// findDocs reads the rows' docs (nil for one gone since it was indexed).
+func (g *Gateway) findDocs(rq *req, db string, q *findQuery, rows []*pb.ViewRow, st *findStats) ([][]byte, error) {
+	ms := make([]*pb.GetDoc, len(rows))
+	for i, r := range rows {
+		ms[i] = &pb.GetDoc{Id: r.Id}
+	}
+	got, err := g.c.GetDocs(rq.ctx, db, ms)
+	if err != nil {
+		return nil, err
+	}
+	o := &couchdoc.Options{Conflicts: q.f.Conflicts}
+	out := make([][]byte, len(rows))
+	for i, d := range got {
+		st.docs++
+		if q.f.R > 1 {
+			st.quorum++
+		}
+		if d.Err != nil || d.Reply == nil || d.Reply.Info == nil || len(d.Reply.Bodies) == 0 {
+			continue
+		}
+		b := d.Reply.Bodies[0]
+		if b.Missing || b.Deleted {
+			continue
+		}
+		out[i] = couchdoc.Append(nil, d.Reply.Info.Id, d.Reply.Info, b, o)
+	}
+	return out, nil
+}
+
+// coveredDoc is the doc a covering index's row stands for: its key's
+// values at the index's fields, and _id.
+func coveredDoc(row *pb.ViewRow, fields [][]string) (map[string]any, bool) {
+	d := json.NewDecoder(bytes.NewReader(row.Key))
+	d.UseNumber()
+	var key []any
+	if d.Decode(&key) != nil || len(key) != len(fields) {
+		return nil, false
+	}
+	doc := map[string]any{"_id": row.Id}
+	for i, path := range fields {
+		cur := doc
+		for _, p := range path[:len(path)-1] {
+			next, ok := cur[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[p] = next
+			}
+			cur = next
+		}
+		cur[path[len(path)-1]] = key[i]
+	}
+	return doc, true
+}
