@@ -1,6 +1,10 @@
 package httpgw_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/settee/settee/internal/testcouch"
@@ -98,7 +102,7 @@ var mangoSteps = []viewStep{
 
 	// deletion
 	{method: "DELETE", path: "/{db}/_index/_design/mi/json/by-n", status: 200, want: `{"ok":true}`},
-	{method: "DELETE", path: "/{db}/_index/mi/json/by-n", status: 404, want: `{"error":"not_found","reason":"missing"}`},
+	{method: "DELETE", path: "/{db}/_index/mi/json/by-n", lags: true, status: 404, want: `{"error":"not_found","reason":"missing"}`},
 	{method: "DELETE", path: "/{db}/_index/ms/json/nope", status: 404, want: `{"error":"not_found","reason":"missing"}`},
 	{method: "GET", path: "/{db}/_design/mi", status: 404, want: `{"error":"not_found","reason":"deleted"}`},
 	{method: "POST", path: "/{db}/_index/_bulk_delete", body: `{"docids":["_design/ms","_design/none"]}`, status: 200, want: `{"success":[{"id":"_design/ms","ok":true}],"fail":[{"id":"_design/none","error":"not_found"}]}`},
@@ -120,5 +124,68 @@ func TestMangoAsCouchDB(t *testing.T) {
 	}
 	cs := testcouch.Start(t, "")
 	runViewSteps(t, cs.URL, cs.User, cs.Password, "", []viewStep{{method: "PUT", path: "/mango", status: 201}})
-	runViewSteps(t, cs.URL, cs.User, cs.Password, "mango", mangoSteps)
+	runViewSteps(t, cs.URL, cs.User, cs.Password, "mango", couchSettles(mangoSteps))
+}
+
+// Beyond CouchDB: execution_stats names the fields the index's range
+// served, and mango/max_docs_scanned refuses a whole-database scan
+// without an index (off by default), letting indexed queries and _id
+// ranges through.
+func TestMangoServedFieldsAndScanGuard(t *testing.T) {
+	s := testserver.Start(t)
+	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
+	c.do("PUT", "/guard", "", nil)
+	var docs []string
+	for i := range 40 {
+		docs = append(docs, fmt.Sprintf(`{"_id":"g%02d","g":%d,"v":%d,"w":%d}`, i, i%4, i, i%5))
+	}
+	c.do("POST", "/guard/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`, nil)
+	c.do("POST", "/guard/_index", `{"index":{"fields":["g","v"]},"name":"gv","ddoc":"gv"}`, nil)
+	served := func(body string) []string {
+		resp, b := c.do("POST", "/guard/_find", body, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", body, resp.StatusCode, b)
+		}
+		var r struct {
+			Stats struct {
+				Served []string `json:"index_fields_served"`
+			} `json:"execution_stats"`
+		}
+		_ = json.Unmarshal([]byte(b), &r)
+		return r.Stats.Served
+	}
+	for _, tc := range []struct {
+		body string
+		want []string
+	}{
+		{`{"selector":{"g":1,"v":{"$gt":10}},"execution_stats":true}`, []string{"g", "v"}},
+		{`{"selector":{"g":1,"v":{"$exists":true},"w":2},"execution_stats":true}`, []string{"g"}},
+		// [g, v] needs both in the selector (CouchDB's rule): _all_docs
+		{`{"selector":{"g":{"$gt":1}},"execution_stats":true}`, []string{}},
+		{`{"selector":{"g":{"$gt":1},"v":{"$gt":0}},"execution_stats":true}`, []string{"g"}},
+		{`{"selector":{"w":2},"execution_stats":true}`, []string{}},
+		{`{"selector":{"_id":{"$gt":"g30"}},"execution_stats":true}`, []string{"_id"}},
+	} {
+		if got := served(tc.body); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: index_fields_served %v, want %v", tc.body, got, tc.want)
+		}
+	}
+
+	c.do("PUT", "/_node/_local/_config/mango/max_docs_scanned", `"20"`, nil)
+	resp, b := c.do("POST", "/guard/_find", `{"selector":{"w":2}}`, nil)
+	if resp.StatusCode != 400 || !strings.Contains(b, `"too_many_docs_scanned"`) || !strings.Contains(b, "41 documents") { // 40 and the index's design doc
+		t.Fatalf("unindexed find over 40 docs with max_docs_scanned 20: %d %s", resp.StatusCode, b)
+	}
+	for _, ok := range []string{`{"selector":{"g":1,"v":{"$exists":true},"w":2}}`, `{"selector":{"_id":{"$gt":"g30"},"w":2}}`} {
+		if resp, b := c.do("POST", "/guard/_find", ok, nil); resp.StatusCode != 200 {
+			t.Errorf("%s under the guard: %d %s", ok, resp.StatusCode, b)
+		}
+	}
+	c.do("PUT", "/_node/_local/_config/mango/max_docs_scanned", `"0"`, nil)
+	if resp, b := c.do("POST", "/guard/_find", `{"selector":{"w":2}}`, nil); resp.StatusCode != 200 {
+		t.Errorf("with the guard off: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := c.do("PUT", "/_node/_local/_config/mango/max_docs_scanned", `"x"`, nil); resp.StatusCode != 400 {
+		t.Errorf("max_docs_scanned x: %d %s", resp.StatusCode, b)
+	}
 }

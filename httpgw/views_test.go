@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"reflect"
@@ -830,6 +831,11 @@ var viewSecuritySteps = []viewStep{
 // CouchDB's type), and an error's "ref" (CouchDB's log reference) goes.
 func normView(v any, key string) any {
 	if typedKeys[key] {
+		if m, ok := v.(map[string]any); ok && m["index_fields_served"] != nil {
+			m = maps.Clone(m)
+			delete(m, "index_fields_served") // settee's own execution stat
+			v = m
+		}
 		return jsonType(v)
 	}
 	switch x := v.(type) {

@@ -209,6 +209,9 @@ func (n *Node) loadConfig() error {
 			}
 		}},
 		"couchdb/users_db_security_editable": {check: boolean},
+		// read by _find at each query (httpgw/find.go); 0 or none: off
+		"mango/max_docs_scanned":             {check: posInt(0, math.MaxInt32)},
+		"mango/index_scan_warning_threshold": {check: posInt(0, math.MaxInt32)},
 		"settee/request_timeout": {duration, func(v string) {
 			d, _ := time.ParseDuration(v)
 			c.requestTimeout.Store(int64(d))
