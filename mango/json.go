@@ -37,25 +37,76 @@ func (o Object) Get(key string) (any, bool) {
 	return nil, false
 }
 
-// MarshalJSON writes the members in order.
+// MarshalJSON writes the members in order, as CouchDB writes JSON: no
+// HTML escaping, and a negative zero (kept as "-0.0" so that the default
+// index names hash it as CouchDB does) written 0.0, as jiffy writes it.
 func (o Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(m.Key)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(m.Value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(v)
+	if err := writeJSON(&b, o); err != nil {
+		return nil, err
 	}
-	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+func writeJSON(b *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case Object:
+		b.WriteByte('{')
+		for i, m := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, m.Key)
+			b.WriteByte(':')
+			if err := writeJSON(b, m.Value); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSON(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	case map[string]any:
+		return writeJSON(b, objectOf(v))
+	case string:
+		writeString(b, v)
+		return nil
+	case json.Number:
+		if v == "-0.0" {
+			v = "0.0"
+		}
+		if !json.Valid([]byte(v)) {
+			return errors.New("mango: invalid number " + string(v))
+		}
+		b.WriteString(string(v))
+		return nil
+	}
+	var e bytes.Buffer
+	enc := json.NewEncoder(&e)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Write(bytes.TrimRight(e.Bytes(), "\n"))
+	return nil
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	var e bytes.Buffer
+	enc := json.NewEncoder(&e)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	b.Write(bytes.TrimRight(e.Bytes(), "\n"))
 }
 
 // decodeJSON decodes text the way CouchDB's request bodies are decoded:
@@ -150,6 +201,11 @@ func canonNumber(n json.Number) (json.Number, error) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) {
 		return "", errors.New("number out of range")
+	}
+	if f == 0 && math.Signbit(f) {
+		// jiffy keeps -0.0 (term_to_binary tells it from 0.0) and
+		// writes it 0.0; see Object.MarshalJSON
+		return "-0.0", nil
 	}
 	return json.Number(FormatFloat(f)), nil
 }

@@ -155,6 +155,11 @@ func compileMember(k string, v any, path *fieldPath) (matcher, error) {
 			return nil, err
 		}
 		want := k == "$or"
+		if want && len(ms) == 0 {
+			// mango_selector:match takes an empty $or as true, as it
+			// does an empty $and
+			return func(any) bool { return true }, nil
+		}
 		return func(d any) bool {
 			for _, m := range ms {
 				if m(d) {
