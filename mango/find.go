@@ -259,13 +259,13 @@ func parseUseIndex(v any) ([]string, error) {
 func parseSort(v any) ([]SortField, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, badRequest("invalid_sort_json", "Sort must be an array of sort specs, not: %s", erlP(v))
+		return nil, badRequest("invalid_sort_json", "Sort must be an array of sort specs, not: %s", erlP(v, 42))
 	}
 	out := []SortField{}
 	for _, e := range list {
 		sf, ok := sortField(e)
 		if !ok {
-			return nil, badRequest("invalid_sort_field", "Invalid sort field: %s", erlP(e))
+			return nil, badRequest("invalid_sort_field", "Invalid sort field: %s", erlP(e, 20))
 		}
 		out = append(out, sf)
 	}

@@ -270,15 +270,110 @@ func erlW(v any) string {
 	return b.String()
 }
 
-// erlP is io_lib:format("~p") for the short terms mango_sort puts in its
-// reasons: printable binaries as <<"...">>, printable lists of integers
-// as strings. (~p also breaks a term longer than a line into lines; the
-// terms here are a sort spec, rarely that long.)
-func erlP(v any) string {
+// erlP is io_lib:format("~p") for the terms mango_sort puts in its
+// reasons, the term starting after the reason's first col characters:
+// printable binaries as <<"...">>, printable lists of integers as
+// strings, and a term too long for the line (80 columns) laid out as
+// OTP's io_lib_pretty does: a list's or tuple's elements aligned after
+// its opening bracket, as many atomic ones (binaries, numbers, strings)
+// to a line as fit, a list or tuple always on a line of its own.
+func erlP(v any, col int) string {
+	return pretty(v, col+1, 0)
+}
+
+func flatP(v any) string {
 	var b strings.Builder
 	writeErl(&b, v, true)
 	return b.String()
 }
+
+// lineLength is ~p's line length.
+const lineLength = 80
+
+// pretty is io_lib_pretty:pp: v written from the 1-based column col,
+// with ld closing brackets to follow it.
+func pretty(v any, col, ld int) string {
+	flat := flatP(v)
+	if utf8.RuneCountInString(flat) < lineLength-col-ld {
+		return flat
+	}
+	switch v := v.(type) {
+	case Object:
+		if len(v) == 0 {
+			return flat
+		}
+		// {Proplist}: a tuple of one list of {Key, Value} tuples
+		l := make([]any, len(v))
+		for i, m := range v {
+			l[i] = erlTuple{m.Key, m.Value}
+		}
+		return "{" + pretty(l, col+1, ld+1) + "}"
+	case erlTuple:
+		return "{" + prettyList(v, col+1, ld) + "}"
+	case []any:
+		if atomic(v) {
+			return flat
+		}
+		return "[" + prettyList(v, col+1, ld) + "]"
+	}
+	return flat
+}
+
+// atomic is io_lib_pretty's ?ATM: what is written as one string (a
+// binary, a number, an atom, a printable list, []), not a list or tuple.
+func atomic(v any) bool {
+	switch v := v.(type) {
+	case Object, erlTuple, map[string]any:
+		return false
+	case []any:
+		if len(v) == 0 {
+			return true
+		}
+		_, ok := printableIntList(v)
+		return ok
+	}
+	return true
+}
+
+// prettyList is io_lib_pretty:pp_list and pp_tail: the elements from
+// column col0.
+func prettyList(es []any, col0, ld int) string {
+	lastDepth := func(i int) int {
+		if i == len(es)-1 {
+			return ld + 1
+		}
+		return 0
+	}
+	element := func(e any, ld1 int) (string, int) {
+		flat := flatP(e)
+		if n := utf8.RuneCountInString(flat); n < lineLength-col0-ld1 && atomic(e) {
+			return flat, n
+		}
+		return pretty(e, col0, ld1), lineLength // a new line after it
+	}
+	var b strings.Builder
+	s, w := element(es[0], lastDepth(0))
+	b.WriteString(s)
+	col := col0 + w
+	indent := strings.Repeat(" ", col0-1)
+	for i := 1; i < len(es); i++ {
+		e, ld1 := es[i], lastDepth(i)
+		flat := flatP(e)
+		elen := 1 + utf8.RuneCountInString(flat)
+		if atomic(e) && (ld1 == 0 && elen+1 < lineLength-col || ld1 > 0 && elen < lineLength-col-ld1) {
+			b.WriteString("," + flat)
+			col += elen
+			continue
+		}
+		s, w := element(e, ld1)
+		b.WriteString(",\n" + indent + s)
+		col = col0 + w
+	}
+	return b.String()
+}
+
+// erlTuple is an Erlang tuple of EJSON terms, for writing ({K, V}).
+type erlTuple []any
 
 func writeErl(b *strings.Builder, v any, pretty bool) {
 	switch v := v.(type) {
@@ -337,6 +432,15 @@ func writeErl(b *strings.Builder, v any, pretty bool) {
 		b.WriteString("]}")
 	case map[string]any:
 		writeErl(b, objectOf(v), pretty)
+	case erlTuple:
+		b.WriteByte('{')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeErl(b, e, pretty)
+		}
+		b.WriteByte('}')
 	default:
 		b.WriteString("undefined")
 	}
