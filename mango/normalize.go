@@ -235,7 +235,7 @@ func pcreCompiles(p string) bool {
 	if bigHex.MatchString(p) {
 		return false
 	}
-	for range len(p) + 2 {
+	for range maxRewrites {
 		_, err := syntax.Parse(p, syntax.Perl)
 		if err == nil {
 			return true
@@ -245,7 +245,7 @@ func pcreCompiles(p string) bool {
 			return false
 		}
 		at := strings.Index(p, se.Expr)
-		if se.Code == syntax.ErrInvalidNamedCapture || se.Code == syntax.ErrMissingRepeatArgument {
+		if se.Code == syntax.ErrMissingRepeatArgument {
 			at = -1
 		}
 		next, ok := pcreOnly(p, se.Code, se.Expr, at)
@@ -254,13 +254,18 @@ func pcreCompiles(p string) bool {
 		}
 		p = next
 	}
-	return false
+	// so many PCRE-only constructs: each costs a parse of the pattern,
+	// so the rest is taken as PCRE would take it rather than parsed
+	return true
 }
+
+// maxRewrites bounds pcreCompiles' parses of one pattern.
+const maxRewrites = 64
 
 var (
 	bigHex    = regexp.MustCompile(`\\x\{0*[1-9a-fA-F][0-9a-fA-F]{2,}\}`)
 	verbs     = regexp.MustCompile(`^(\(\*[A-Z_0-9=]+\))+`)
-	groupOpen = regexp.MustCompile(`\(\?(?:=|!|<=|<!|>|\||'[A-Za-z_][A-Za-z0-9_]*'|<[A-Za-z_][A-Za-z0-9_]*>|P<[A-Za-z_][A-Za-z0-9_]*>)`)
+	groupOpen = regexp.MustCompile(`^\(\?(?:=|!|<=|<!|>|\||'[A-Za-z_][A-Za-z0-9_]*'|<[A-Za-z_][A-Za-z0-9_]*>|P<[A-Za-z_][A-Za-z0-9_]*>)`)
 	groupCall = regexp.MustCompile(`^\(\?(?:P=[A-Za-z_][A-Za-z0-9_]*|P>[A-Za-z_][A-Za-z0-9_]*|&[A-Za-z_][A-Za-z0-9_]*|R|[+-]?[0-9]+)\)`)
 	flagGroup = regexp.MustCompile(`^\(\?([imsxXUJ-]*)([:)])`)
 	repeat    = regexp.MustCompile(`^\{([0-9]*)(,?)([0-9]*)\}`)
@@ -285,9 +290,9 @@ func pcreOnly(p string, code syntax.ErrorCode, expr string, at int) (string, boo
 		if m := verbs.FindString(p); m != "" {
 			return p[len(m):], true
 		}
-		i := strings.Index(p, "(?")
-		for i >= 0 {
-			rest := p[i:]
+		if at >= 0 {
+			rest := p[at:]
+			i := at
 			if strings.HasPrefix(rest, "(?#") {
 				if j := strings.IndexByte(rest, ')'); j >= 0 {
 					return p[:i] + p[i+j+1:], true
@@ -297,18 +302,13 @@ func pcreOnly(p string, code syntax.ErrorCode, expr string, at int) (string, boo
 			if m := groupCall.FindString(rest); m != "" {
 				return p[:i] + "(?:)" + p[i+len(m):], true
 			}
-			if loc := groupOpen.FindStringIndex(rest); loc != nil && loc[0] == 0 {
-				return p[:i] + "(?:" + p[i+loc[1]:], true
+			if m := groupOpen.FindString(rest); m != "" {
+				return p[:i] + "(?:" + p[i+len(m):], true
 			}
 			if m := flagGroup.FindStringSubmatch(rest); m != nil && strings.ContainsAny(m[1], "xXJ") {
 				f := strings.NewReplacer("x", "", "X", "", "J", "").Replace(m[1])
 				return p[:i] + "(?" + f + "i" + m[2] + p[i+len(m[0]):], true
 			}
-			j := strings.Index(p[i+2:], "(?")
-			if j < 0 {
-				break
-			}
-			i += 2 + j
 		}
 		return p, false
 	case syntax.ErrInvalidRepeatSize:
