@@ -43,6 +43,8 @@ fuzz:
 	go test ./coordinator/ -run '^$$' -fuzz '^FuzzDecodeSeq$$' -fuzztime $(FUZZTIME)
 	go test ./mango/ -run '^$$' -fuzz '^FuzzSelector$$' -fuzztime $(FUZZTIME)
 	go test ./mango/ -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
+	go test ./mango/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
+	go test ./mango/ -run '^$$' -fuzz '^FuzzParseRequests$$' -fuzztime $(FUZZTIME)
 	go test ./collate/ -run '^$$' -fuzz '^FuzzAppendKey$$' -fuzztime $(FUZZTIME)
 	go test ./couchdoc/ -run '^$$' -fuzz '^FuzzReadRelated$$' -fuzztime $(FUZZTIME)
 	go test ./couchdoc/ -run '^$$' -fuzz '^FuzzInlineToFollows$$' -fuzztime $(FUZZTIME)

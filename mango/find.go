@@ -16,9 +16,12 @@ type Find struct {
 	RawSelector any
 	// Fields is the "fields" option; nil means whole documents. CouchDB
 	// also takes an object as a field spec (it validates it, then fails
-	// on it when it projects); ParseFind keeps those out of Fields.
+	// on it when it projects a doc, see ProjectionError); ParseFind keeps
+	// those out of Fields.
 	Fields []string
-	Sort   []SortField // empty: no sort
+	// fieldSpecs is "fields" as sent, objects included.
+	fieldSpecs []any
+	Sort       []SortField // empty: no sort
 	// Limit and Skip: limit defaults to 25 (CouchDB's [mango]
 	// default_limit), skip to 0. Huge values are capped at MaxInt64.
 	Limit, Skip int64
@@ -169,6 +172,7 @@ func (f *Find) set(name string, v any) error {
 				return badRequest("invalid_field", "Invalid JSON for field spec: %s", erlW(e))
 			}
 		}
+		f.fieldSpecs = list
 	case "partition":
 		p, err := parsePartition(v)
 		if err != nil {
@@ -199,6 +203,27 @@ func (f *Find) set(name string, v any) error {
 			f.ExecutionStats = b
 		case "allow_fallback":
 			f.AllowFallback = b
+		}
+	}
+	return nil
+}
+
+// ProjectionError is the error CouchDB answers a _find with when it
+// projects its first doc with the "fields" option, for a field it took
+// when it read the request: a field with an empty part ("a..b") is a
+// 400 invalid_field_name, an object as a field spec a 500 unknown_error
+// "badarg" (mango_fields:extract fails on it); the first such field in
+// the list decides. A _find that finds no doc answers 200: call this
+// before projecting the first doc.
+func (f *Find) ProjectionError() error {
+	for _, e := range f.fieldSpecs {
+		switch e := e.(type) {
+		case string:
+			if err := FieldsError([]string{e}); err != nil {
+				return err
+			}
+		default:
+			return reqErr(500, "unknown_error", "badarg")
 		}
 	}
 	return nil
@@ -259,13 +284,13 @@ func parseUseIndex(v any) ([]string, error) {
 func parseSort(v any) ([]SortField, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, badRequest("invalid_sort_json", "Sort must be an array of sort specs, not: %s", erlP(v))
+		return nil, badRequest("invalid_sort_json", "Sort must be an array of sort specs, not: %s", erlP(v, 42))
 	}
 	out := []SortField{}
 	for _, e := range list {
 		sf, ok := sortField(e)
 		if !ok {
-			return nil, badRequest("invalid_sort_field", "Invalid sort field: %s", erlP(e))
+			return nil, badRequest("invalid_sort_field", "Invalid sort field: %s", erlP(e, 20))
 		}
 		out = append(out, sf)
 	}

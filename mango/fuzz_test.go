@@ -95,6 +95,11 @@ func FuzzSelector(f *testing.F) {
 			}
 			return w.Match(dv)
 		}
+		// (not for {}: as an operator's argument it is {"$eq":{}},
+		// see compileSub)
+		if o, ok := sv.(map[string]any); ok && len(o) == 0 {
+			return
+		}
 		if wrap("$not", sv) != !got || wrap("$nor", []any{sv}) != !got ||
 			wrap("$or", []any{sv}) != got || wrap("$and", []any{sv}) != got {
 			t.Fatalf("%s on %s: $not/$nor/$or/$and of it disagree with %v", sel, doc, got)

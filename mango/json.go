@@ -120,7 +120,7 @@ func decodeJSON(b []byte) (any, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,16 @@ func decodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+// maxDepth bounds the nesting of a decoded value, as encoding/json's
+// Unmarshal does (10000): everything here recurses over values, and a
+// body of a million "[" must be refused, not overflow the stack. jiffy
+// has no such bound; CouchDB takes what is refused here.
+const maxDepth = 10000
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errors.New("JSON nested too deep")
+	}
 	t, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -146,15 +155,9 @@ func decodeValue(dec *json.Decoder) (any, error) {
 					return nil, err
 				}
 				k, _ := kt.(string)
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
-				}
-				for i := range o {
-					if o[i].Key == k {
-						o = append(o[:i], o[i+1:]...)
-						break
-					}
 				}
 				o = append(o, Member{k, v})
 			}
@@ -164,11 +167,11 @@ func decodeValue(dec *json.Decoder) (any, error) {
 			if o == nil {
 				o = Object{}
 			}
-			return o, nil
+			return dedupe(o), nil
 		case '[':
 			a := []any{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -184,6 +187,25 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		return canonNumber(t)
 	}
 	return t, nil
+}
+
+// dedupe drops each member whose key comes again later (see Object),
+// in linear time.
+func dedupe(o Object) Object {
+	last := make(map[string]int, len(o))
+	for i, m := range o {
+		last[m.Key] = i
+	}
+	if len(last) == len(o) {
+		return o
+	}
+	out := make(Object, 0, len(last))
+	for i, m := range o {
+		if last[m.Key] == i {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // canonNumber is a number literal as jiffy decodes it and CouchDB writes
@@ -270,14 +292,146 @@ func erlW(v any) string {
 	return b.String()
 }
 
-// erlP is io_lib:format("~p") for the short terms mango_sort puts in its
-// reasons: printable binaries as <<"...">>, printable lists of integers
-// as strings. (~p also breaks a term longer than a line into lines; the
-// terms here are a sort spec, rarely that long.)
-func erlP(v any) string {
+// erlP is io_lib:format("~p") for the terms mango_sort puts in its
+// reasons, the term starting after the reason's first col characters:
+// printable binaries as <<"...">>, printable lists of integers as
+// strings, and a term too long for the line (80 columns) laid out as
+// OTP's io_lib_pretty does: a list's or tuple's elements aligned after
+// its opening bracket, as many atomic ones (binaries, numbers, strings)
+// to a line as fit, a list or tuple always on a line of its own.
+func erlP(v any, col int) string {
+	var b strings.Builder
+	writePretty(&b, ptree(v), col+1, 0)
+	return b.String()
+}
+
+func flatP(v any) string {
 	var b strings.Builder
 	writeErl(&b, v, true)
 	return b.String()
+}
+
+// lineLength is ~p's line length.
+const lineLength = 80
+
+// pnode is a term to write with ~p, with the length it has written on
+// one line, computed once (io_lib_pretty's print_length): a list or a
+// tuple has kids, an atomic term its text.
+type pnode struct {
+	n           int // characters on one line
+	text        string
+	open, close string
+	kids        []*pnode
+}
+
+func (p *pnode) atomic() bool { return p.open == "" }
+
+func ptree(v any) *pnode {
+	switch v := v.(type) {
+	case Object:
+		if len(v) == 0 {
+			return &pnode{n: 4, text: "{[]}"}
+		}
+		// {Proplist}: a tuple of one list of {Key, Value} tuples
+		l := &pnode{open: "[", close: "]", n: 1 + len(v)}
+		for _, m := range v {
+			t := &pnode{open: "{", close: "}", kids: []*pnode{ptree(m.Key), ptree(m.Value)}}
+			t.n = 3 + t.kids[0].n + t.kids[1].n
+			l.kids = append(l.kids, t)
+			l.n += t.n
+		}
+		return &pnode{open: "{", close: "}", n: 2 + l.n, kids: []*pnode{l}}
+	case []any:
+		if atomicList(v) {
+			break
+		}
+		l := &pnode{open: "[", close: "]", n: 1 + len(v)}
+		for _, e := range v {
+			k := ptree(e)
+			l.kids = append(l.kids, k)
+			l.n += k.n
+		}
+		return l
+	case map[string]any:
+		return ptree(objectOf(v))
+	}
+	t := flatP(v)
+	return &pnode{n: utf8.RuneCountInString(t), text: t}
+}
+
+// atomicList is a list io_lib_pretty writes as one string: [] or a
+// printable list.
+func atomicList(v []any) bool {
+	if len(v) == 0 {
+		return true
+	}
+	_, ok := printableIntList(v)
+	return ok
+}
+
+func writeFlat(b *strings.Builder, p *pnode) {
+	if p.atomic() {
+		b.WriteString(p.text)
+		return
+	}
+	b.WriteString(p.open)
+	for i, k := range p.kids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeFlat(b, k)
+	}
+	b.WriteString(p.close)
+}
+
+// writePretty is io_lib_pretty:pp: p written from the 1-based column
+// col, with ld closing brackets to follow it.
+func writePretty(b *strings.Builder, p *pnode, col, ld int) {
+	if p.n < lineLength-col-ld || p.atomic() {
+		writeFlat(b, p)
+		return
+	}
+	b.WriteString(p.open)
+	if len(p.kids) == 1 && p.open == "{" {
+		// {List}: the one element is the last
+		writePretty(b, p.kids[0], col+1, ld+1)
+	} else {
+		writePrettyList(b, p.kids, col+1, ld)
+	}
+	b.WriteString(p.close)
+}
+
+// writePrettyList is io_lib_pretty:pp_list and pp_tail: the elements
+// from column col0.
+func writePrettyList(b *strings.Builder, es []*pnode, col0, ld int) {
+	lastDepth := func(i int) int {
+		if i == len(es)-1 {
+			return ld + 1
+		}
+		return 0
+	}
+	indent := strings.Repeat(" ", col0-1)
+	element := func(e *pnode, ld1 int) int {
+		if e.n < lineLength-col0-ld1 && e.atomic() {
+			writeFlat(b, e)
+			return e.n
+		}
+		writePretty(b, e, col0, ld1)
+		return lineLength // a new line after it
+	}
+	col := col0 + element(es[0], lastDepth(0))
+	for i := 1; i < len(es); i++ {
+		e, ld1 := es[i], lastDepth(i)
+		elen := 1 + e.n
+		if e.atomic() && (ld1 == 0 && elen+1 < lineLength-col || ld1 > 0 && elen < lineLength-col-ld1) {
+			b.WriteByte(',')
+			writeFlat(b, e)
+			col += elen
+			continue
+		}
+		b.WriteString(",\n" + indent)
+		col = col0 + element(e, ld1)
+	}
 }
 
 func writeErl(b *strings.Builder, v any, pretty bool) {

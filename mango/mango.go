@@ -110,6 +110,20 @@ func compileObject(obj map[string]any, path *fieldPath) (matcher, error) {
 	return and(ms), nil
 }
 
+// compileSub compiles the selector an operator takes ($and's, $or's and
+// $nor's elements, $not's, $elemMatch's …): as there, an empty one is no
+// "match anything" but {"$eq":{}} (norm_ops makes it so; only a whole
+// selector {} matches every doc), so it matches a value that is {}.
+func compileSub(obj map[string]any, path *fieldPath) (matcher, error) {
+	if len(obj) == 0 {
+		if path == nil {
+			path = &fieldPath{}
+		}
+		return compileOp("$eq", obj, path)
+	}
+	return compileObject(obj, path)
+}
+
 func and(ms []matcher) matcher {
 	return func(d any) bool {
 		for _, m := range ms {
@@ -132,7 +146,7 @@ func compileList(v any, op string, path *fieldPath) ([]matcher, error) {
 		if !ok {
 			return nil, badArg(op, v)
 		}
-		m, err := compileObject(o, path)
+		m, err := compileSub(o, path)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +187,7 @@ func compileMember(k string, v any, path *fieldPath) (matcher, error) {
 		if !ok {
 			return nil, badArg(k, v)
 		}
-		m, err := compileObject(o, path)
+		m, err := compileSub(o, path)
 		if err != nil {
 			return nil, err
 		}
@@ -438,7 +452,7 @@ func compileOp(op string, arg any, path *fieldPath) (matcher, error) {
 		}
 		// the sub-selector applies to each element (or key) itself: an
 		// empty, non-nil path, under which a bare operator is allowed
-		sub, err := compileObject(o, &fieldPath{})
+		sub, err := compileSub(o, &fieldPath{})
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"strconv"
+	"strings"
 )
 
 // RequestError is a refused Mango request as CouchDB answers it: the HTTP
@@ -219,25 +221,131 @@ func isNumber(v any) (string, bool) {
 	return string(n), ok
 }
 
-// pcreCompiles approximates re:compile (PCRE) with Go's RE2 parser: a
-// pattern RE2 parses, PCRE compiles; of those RE2 refuses, the ones that
-// use what PCRE has and RE2 has not (lookaround, backreferences, named
-// groups in other syntaxes, other escapes) are taken as compiling. The
-// matcher cannot run those (Compile refuses them) but the request is
-// valid, as in CouchDB.
-func pcreCompiles(s string) bool {
-	_, err := regexp.Compile(s)
-	if err == nil {
-		return true
+// pcreCompiles approximates re:compile (PCRE 8, no unicode option) with
+// Go's RE2 parser: what RE2 refuses but PCRE has (lookaround, atomic and
+// branch-reset groups, comments, backreferences and recursion,
+// possessive quantifiers, the x flag, (*VERB)s, escapes RE2 lacks,
+// counts up to 65535) is replaced by something RE2 takes and the rest
+// parsed again, so that an error further on is still found; what RE2
+// takes but PCRE does not (a \x{…} above 255, the u flag) is refused.
+// The matcher cannot run what PCRE alone has (Compile refuses it), but
+// the request is valid, as in CouchDB; TestNormalizeAsCouchDB holds the
+// patterns checked against CouchDB.
+func pcreCompiles(p string) bool {
+	if bigHex.MatchString(p) {
+		return false
 	}
-	var se *syntax.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case syntax.ErrInvalidPerlOp, syntax.ErrInvalidEscape, syntax.ErrInvalidNamedCapture, syntax.ErrInvalidRepeatSize:
+	for range maxRewrites {
+		_, err := syntax.Parse(p, syntax.Perl)
+		if err == nil {
 			return true
 		}
+		var se *syntax.Error
+		if !errors.As(err, &se) {
+			return false
+		}
+		at := strings.Index(p, se.Expr)
+		if se.Code == syntax.ErrMissingRepeatArgument {
+			at = -1
+		}
+		next, ok := pcreOnly(p, se.Code, se.Expr, at)
+		if !ok || next == p {
+			return false
+		}
+		p = next
 	}
-	return false
+	// so many PCRE-only constructs: each costs a parse of the pattern,
+	// so the rest is taken as PCRE would take it rather than parsed
+	return true
+}
+
+// maxRewrites bounds pcreCompiles' parses of one pattern.
+const maxRewrites = 64
+
+var (
+	bigHex    = regexp.MustCompile(`\\x\{0*[1-9a-fA-F][0-9a-fA-F]{2,}\}`)
+	verbs     = regexp.MustCompile(`^(\(\*[A-Z_0-9=]+\))+`)
+	groupOpen = regexp.MustCompile(`^\(\?(?:=|!|<=|<!|>|\||'[A-Za-z_][A-Za-z0-9_]*'|<[A-Za-z_][A-Za-z0-9_]*>|P<[A-Za-z_][A-Za-z0-9_]*>)`)
+	groupCall = regexp.MustCompile(`^\(\?(?:P=[A-Za-z_][A-Za-z0-9_]*|P>[A-Za-z_][A-Za-z0-9_]*|&[A-Za-z_][A-Za-z0-9_]*|R|[+-]?[0-9]+)\)`)
+	flagGroup = regexp.MustCompile(`^\(\?([imsxXUJ-]*)([:)])`)
+	repeat    = regexp.MustCompile(`^\{([0-9]*)(,?)([0-9]*)\}`)
+)
+
+// pcreOnly rewrites the construct RE2 refused at at (its text expr) when
+// PCRE has it.
+func pcreOnly(p string, code syntax.ErrorCode, expr string, at int) (string, bool) {
+	switch code {
+	case syntax.ErrInvalidEscape:
+		// PCRE has \1…, \Z, \h, \R, \K, \e, \cX …, and takes an unknown
+		// letter as itself
+		n := len(expr)
+		if expr == `\c` && at+3 <= len(p) {
+			n = 3
+		}
+		if at < 0 {
+			return p, false
+		}
+		return p[:at] + "x" + p[at+n:], true
+	case syntax.ErrInvalidPerlOp, syntax.ErrInvalidNamedCapture:
+		if m := verbs.FindString(p); m != "" {
+			return p[len(m):], true
+		}
+		if at >= 0 {
+			rest := p[at:]
+			i := at
+			if strings.HasPrefix(rest, "(?#") {
+				if j := strings.IndexByte(rest, ')'); j >= 0 {
+					return p[:i] + p[i+j+1:], true
+				}
+				return p, false
+			}
+			if m := groupCall.FindString(rest); m != "" {
+				return p[:i] + "(?:)" + p[i+len(m):], true
+			}
+			if m := groupOpen.FindString(rest); m != "" {
+				return p[:i] + "(?:" + p[i+len(m):], true
+			}
+			if m := flagGroup.FindStringSubmatch(rest); m != nil && strings.ContainsAny(m[1], "xXJ") {
+				f := strings.NewReplacer("x", "", "X", "", "J", "").Replace(m[1])
+				return p[:i] + "(?" + f + "i" + m[2] + p[i+len(m[0]):], true
+			}
+		}
+		return p, false
+	case syntax.ErrInvalidRepeatSize:
+		if at < 0 {
+			return p, false
+		}
+		m := repeat.FindStringSubmatch(p[at:])
+		if m == nil {
+			return p, false
+		}
+		lo, _ := strconv.Atoi(m[1])
+		hi := lo
+		if m[2] != "" {
+			hi = 65535
+			if m[3] != "" {
+				hi, _ = strconv.Atoi(m[3])
+			}
+		}
+		if lo > 65535 || hi > 65535 || lo > hi {
+			return p, false
+		}
+		return p[:at] + "*" + p[at+len(m[0]):], true
+	case syntax.ErrInvalidRepeatOp:
+		// a possessive quantifier: *+ ++ ?+ {n}+
+		if at >= 0 && len(expr) >= 2 && expr[len(expr)-1] == '+' {
+			q := expr[:len(expr)-1]
+			if q == "*" || q == "+" || q == "?" || repeat.MatchString(q) {
+				return p[:at] + q + p[at+len(expr):], true
+			}
+		}
+		return p, false
+	case syntax.ErrMissingRepeatArgument:
+		if m := verbs.FindString(p); m != "" {
+			return p[len(m):], true
+		}
+	}
+	return p, false
 }
 
 // normFields is norm_fields: moves field names down onto the conditions

@@ -140,6 +140,7 @@ func TestParseFindDefaults(t *testing.T) {
 	}
 	want := &Find{Selector: Object{{"a", Object{{"$gt", json.Number("1")}}}},
 		RawSelector: Object{{"a", Object{{"$gt", json.Number("1")}}}},
+		fieldSpecs:  nil,
 		Limit:       25, R: 1, Update: true, AllowFallback: true, UseIndex: []string{}}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("got %+v\nwant %+v", f, want)
@@ -257,11 +258,12 @@ func TestFieldsAsCouchDB(t *testing.T) {
 	}
 	od, _ := decodeJSON(answers[0].Answer)
 	for _, a := range answers[1:] {
-		var fields []string
-		if err := json.Unmarshal([]byte(a.Request), &fields); err != nil {
-			t.Fatal(err)
+		f, err := ParseFind([]byte(`{"selector":{},"fields":` + a.Request + `}`))
+		if err != nil {
+			t.Fatalf("fields %s: %v", a.Request, err)
 		}
-		err := FieldsError(fields)
+		fields := f.Fields
+		err = f.ProjectionError()
 		if a.Status != 200 {
 			checkErr(t, "fields", err, a)
 			continue
