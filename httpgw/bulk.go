@@ -93,7 +93,7 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			// a design doc from a member fails alone, as CouchDB
 			err = designErr
 		} else if isDesign(ids[i]) {
-			g.vdus.forget(db)
+			g.forgetDesigns(db)
 			if !d.Deleted {
 				err = g.checkDesign(ids[i], d.Body)
 			}

@@ -287,7 +287,7 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 				return err
 			}
 		}
-		defer g.vdus.forget(db) // a deleted one's function goes too
+		defer g.forgetDesigns(db) // a deleted one's function goes too
 	}
 	if err := g.validateWrite(rq, db, id, d, newEdits); err != nil {
 		return err

@@ -29,6 +29,10 @@ type mangoIndex struct {
 // design doc with language "query", in design doc id then view name
 // order; views CouchDB would skip as invalid are left out.
 func (g *Gateway) mangoIndexes(rq *req, db string) ([]mangoIndex, error) {
+	return g.mangoIdx.get(db, func() ([]mangoIndex, error) { return g.readMangoIndexes(rq, db) })
+}
+
+func (g *Gateway) readMangoIndexes(rq *req, db string) ([]mangoIndex, error) {
 	var out []mangoIndex
 	err := g.eachDesign(rq, db, func(id string, body []byte) {
 		if !bytes.Contains(body, []byte(`"query"`)) {
@@ -43,7 +47,7 @@ func (g *Gateway) mangoIndexes(rq *req, db string) ([]mangoIndex, error) {
 			if err != nil {
 				continue
 			}
-			out = append(out, mangoIndex{ix: ix, ddoc: body})
+			out = append(out, mangoIndex{ix: ix, ddoc: append([]byte(nil), body...)})
 		}
 	})
 	return out, err

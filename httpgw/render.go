@@ -227,7 +227,7 @@ func (g *Gateway) saveUpdated(rq *req, db string, d *docjson.Doc) (string, error
 		if err := g.requireDBAdmin(rq, db); err != nil {
 			return "", err
 		}
-		defer g.vdus.forget(db)
+		defer g.forgetDesigns(db)
 	}
 	if err := g.validateWrite(rq, db, d.ID, d, true); err != nil {
 		return "", err

@@ -86,8 +86,9 @@ type Gateway struct {
 	auth    *authenticator
 	// corsSnap is the CORS settings parsed from _config (cors.go)
 	corsSnap atomic.Pointer[corsSnapshot]
-	vdus     vduCache          // validate_doc_update functions by database (validate.go)
-	designs  views.DesignCache // parsed design docs (views.go)
+	vdus     designCache[[]vduFn]      // validate_doc_update functions by database (validate.go)
+	mangoIdx designCache[[]mangoIndex] // Mango indexes by database (mangoidx.go)
+	designs  views.DesignCache         // parsed design docs (views.go)
 }
 
 // New builds a gateway.

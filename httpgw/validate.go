@@ -23,11 +23,54 @@ import (
 // written through this node (other nodes' edits are seen within the
 // second, as CouchDB's ddoc cache follows edits a little late too).
 
-const vduTTL = time.Second
+const designTTL = time.Second
 
-type vduCache struct {
+// designCache keeps what a database's design docs define (its
+// validate_doc_update functions, its Mango indexes), read at most once
+// per designTTL, and at once after a design doc is written through this
+// node (forget).
+type designCache[T any] struct {
 	mu sync.Mutex
-	m  map[string]vduEntry
+	m  map[string]designEntry[T]
+}
+
+type designEntry[T any] struct {
+	v  T
+	at time.Time
+}
+
+func (c *designCache[T]) forget(db string) {
+	c.mu.Lock()
+	delete(c.m, db)
+	c.mu.Unlock()
+}
+
+// get answers db's entry, loaded anew when older than designTTL.
+func (c *designCache[T]) get(db string, load func() (T, error)) (T, error) {
+	c.mu.Lock()
+	e, ok := c.m[db]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < designTTL {
+		return e.v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]designEntry[T]{}
+	}
+	c.m[db] = designEntry[T]{v: v, at: time.Now()}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// forgetDesigns drops what the caches hold of db's design docs (a design
+// doc was written).
+func (g *Gateway) forgetDesigns(db string) {
+	g.vdus.forget(db)
+	g.mangoIdx.forget(db)
 }
 
 // vduFn is one design doc's validate_doc_update and the doc it runs with.
@@ -36,46 +79,21 @@ type vduFn struct {
 	ddoc []byte
 }
 
-type vduEntry struct {
-	fns []vduFn
-	at  time.Time
-}
-
-func (c *vduCache) forget(db string) {
-	c.mu.Lock()
-	delete(c.m, db)
-	c.mu.Unlock()
-}
-
 // validators are db's validate_doc_update functions, in design doc id
 // order.
 func (g *Gateway) validators(rq *req, db string) ([]vduFn, error) {
-	c := &g.vdus
-	c.mu.Lock()
-	e, ok := c.m[db]
-	c.mu.Unlock()
-	if ok && time.Since(e.at) < vduTTL {
-		return e.fns, nil
-	}
-	var fns []vduFn
-	err := g.eachDesign(rq, db, func(_ string, body []byte) {
-		var d struct {
-			VDU *string `json:"validate_doc_update"`
-		}
-		if json.Unmarshal(body, &d) == nil && d.VDU != nil && strings.TrimSpace(*d.VDU) != "" {
-			fns = append(fns, vduFn{src: *d.VDU, ddoc: append([]byte(nil), body...)})
-		}
+	return g.vdus.get(db, func() ([]vduFn, error) {
+		var fns []vduFn
+		err := g.eachDesign(rq, db, func(_ string, body []byte) {
+			var d struct {
+				VDU *string `json:"validate_doc_update"`
+			}
+			if json.Unmarshal(body, &d) == nil && d.VDU != nil && strings.TrimSpace(*d.VDU) != "" {
+				fns = append(fns, vduFn{src: *d.VDU, ddoc: append([]byte(nil), body...)})
+			}
+		})
+		return fns, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[string]vduEntry{}
-	}
-	c.m[db] = vduEntry{fns: fns, at: time.Now()}
-	c.mu.Unlock()
-	return fns, nil
 }
 
 // skipValidation: design docs are not validated (only db admins write
