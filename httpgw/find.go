@@ -746,8 +746,12 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 		return nil
 	}
 	page := 0
+	// docs are read a page of rows at a time, no more than the query
+	// can still use: a query with limit 7 reads 7 docs if they match
+	batchRows := 100
 	if want := q.f.Limit + q.f.Skip; want < 1000 {
 		page = int(want) + 1
+		batchRows = max(1, min(batchRows, int(want)))
 	}
 	args := coordinator.ViewArgs{DDocID: m.ix.DDoc, DDoc: m.ddoc, View: m.ix.Name, Start: lo, End: hi,
 		Descending: r.Descending, Update: update, PageRows: page}
@@ -768,7 +772,7 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 			return nil
 		}
 		batch = append(batch, row)
-		if len(batch) >= 100 {
+		if len(batch) >= batchRows {
 			return flush()
 		}
 		return nil
