@@ -53,7 +53,7 @@ fuzz:
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzMultipartPut$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzGzipBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
-	go test ./httpgw/ -run '^$$' -fuzz '^FuzzDecodeFields$$' -fuzztime $(FUZZTIME)
+	go test ./mango/ -run '^$$' -fuzz '^FuzzDecodeFields$$' -fuzztime $(FUZZTIME)
 	./scripts/checkfuzz.sh
 
 # The Docker image settee:dev, FROM scratch around the static binary.

@@ -93,6 +93,9 @@ type ViewArgs struct {
 	Reducer *views.Reducer
 	// PageRows is how many rows to ask each copy for at once (0: its page).
 	PageRows int
+	// NoOffset: the caller has no use for the offset (a _find), which
+	// costs each copy a count of the rows before the range.
+	NoOffset bool
 }
 
 // ViewMeta is what the answer says before its rows.
@@ -279,7 +282,7 @@ func (vc *viewCursor) advance(ctx context.Context) error {
 func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
 	q := &pb.ViewQuery{DdocId: vc.a.DDocID, Ddoc: vc.a.DDoc, View: vc.a.View, Start: vc.a.Start, End: vc.a.End,
 		Descending: vc.a.Descending, Reduce: vc.a.Reduce, GroupLevel: int32(vc.a.GroupLevel), Update: vc.a.Update,
-		Total: first, Limit: uint32(vc.a.PageRows)}
+		Total: first && !vc.a.NoOffset, Limit: uint32(vc.a.PageRows)}
 	if !first {
 		if vc.a.Descending {
 			q.End = vc.next

@@ -10,11 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
-	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
 )
@@ -439,147 +437,6 @@ func decodeBookmark(s string) (*bookmark, error) {
 // and how to render it whole (nil: it is what doc holds).
 type findEmit func(doc map[string]any, render func() []byte, at bookmark) (bool, error)
 
-// decodeDoc decodes a doc for the matcher: numbers kept as written.
-func decodeDoc(raw []byte) (map[string]any, bool) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var m map[string]any
-	if d.Decode(&m) != nil {
-		return nil, false
-	}
-	return m, true
-}
-
-// docFields are the top-level members a query reads from a doc: those
-// its selector and its fields name (nil: all of it). A selector on two
-// fields of a 15 KB doc then decodes those two, and the walker skips the
-// rest (docjson.Object), which is most of an unindexed query's cost.
-func docFields(sel any, fields []string) map[string]bool {
-	need := map[string]bool{"_id": true}
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		o, ok := v.(mango.Object)
-		if !ok {
-			return false
-		}
-		for _, m := range o {
-			switch m.Key {
-			case "$and", "$or", "$nor":
-				list, ok := m.Value.([]any)
-				if !ok {
-					return false
-				}
-				for _, e := range list {
-					if !walk(e) {
-						return false
-					}
-				}
-			case "$not":
-				if !walk(m.Value) {
-					return false
-				}
-			default:
-				if strings.HasPrefix(m.Key, "$") {
-					return false // an operator on the whole doc
-				}
-				need[mango.FieldPath(m.Key)[0]] = true
-			}
-		}
-		return true
-	}
-	if !walk(sel) {
-		return nil
-	}
-	for _, f := range fields {
-		need[mango.FieldPath(f)[0]] = true
-	}
-	return need
-}
-
-// decodeFields decodes the members of a doc in need (all when need is
-// nil). The walk ends at the last one needed: a member named twice is
-// its first, as CouchDB's matcher reads it (couch_util:get_value on
-// jiffy's list).
-func decodeFields(raw []byte, need map[string]bool) (map[string]any, bool) {
-	if need == nil {
-		return decodeDoc(raw)
-	}
-	m := make(map[string]any, len(need))
-	left := len(need)
-	const done = -2
-	end := docjson.Object(raw, 0, func(key []byte, vs int) int {
-		ve := docjson.SkipValue(raw, vs)
-		if ve < 0 {
-			return -1
-		}
-		k := string(key[1 : len(key)-1])
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var err error
-			if k, err = docjson.Unquote(key); err != nil {
-				return -1
-			}
-		}
-		if !need[k] {
-			return ve
-		}
-		if _, seen := m[k]; seen {
-			return ve
-		}
-		v, ok := scalar(raw[vs:ve])
-		if !ok {
-			d := json.NewDecoder(bytes.NewReader(raw[vs:ve]))
-			d.UseNumber()
-			if d.Decode(&v) != nil {
-				return -1
-			}
-		}
-		m[k] = v
-		if left--; left == 0 {
-			return done
-		}
-		return ve
-	})
-	if end < 0 && left > 0 {
-		return decodeDoc(raw) // what the walker cannot delimit, encoding/json decides
-	}
-	return m, true
-}
-
-// scalar decodes a number, a string without escapes or a literal as
-// encoding/json with UseNumber would, without a decoder (most fields a
-// selector reads); false for anything else.
-func scalar(b []byte) (any, bool) {
-	if len(b) == 0 {
-		return nil, false
-	}
-	switch c := b[0]; {
-	case c == '"':
-		if len(b) < 2 || b[len(b)-1] != '"' || bytes.IndexByte(b[1:len(b)-1], '\\') >= 0 || bytes.IndexByte(b[1:len(b)-1], '"') >= 0 {
-			return nil, false
-		}
-		if !utf8.Valid(b[1 : len(b)-1]) {
-			return nil, false
-		}
-		return string(b[1 : len(b)-1]), true
-	case c == '-' || (c >= '0' && c <= '9'):
-		for _, d := range b {
-			if !(d >= '0' && d <= '9' || d == '-' || d == '+' || d == '.' || d == 'e' || d == 'E') {
-				return nil, false
-			}
-		}
-		return json.Number(b), true
-	}
-	switch string(b) {
-	case "true":
-		return true, true
-	case "false":
-		return false, true
-	case "null":
-		return nil, true
-	}
-	return nil, false
-}
-
 // storedFields is decodeFields of a stored body (no _id, _rev or
 // _conflicts: those come from the doc's info), so that a doc the
 // selector does not match is never rendered whole. false: render it and
@@ -599,7 +456,7 @@ func storedFields(id string, info *pb.FullDocInfo, body []byte, need map[string]
 		m = map[string]any{}
 	} else {
 		var ok bool
-		if m, ok = decodeFields(body, rest); !ok {
+		if m, ok = mango.DecodeFields(body, rest); !ok {
 			return nil, false
 		}
 	}
@@ -625,7 +482,7 @@ func (g *Gateway) findOnAllDocs(rq *req, db string, q *findQuery, after *bookmar
 		rg.StartKey, rg.HasStart = after.id, true
 	}
 	o := &couchdoc.Options{Conflicts: q.f.Conflicts}
-	need := docFields(q.f.Selector, q.f.Fields)
+	need := mango.SelectorFields(q.f.Selector, q.f.Fields)
 	return g.c.AllDocs(rq.ctx, db, rg, func(row *pb.Row) error {
 		if row.Info == nil || row.Json == nil {
 			return nil
@@ -644,7 +501,7 @@ func (g *Gateway) findOnAllDocs(rq *req, db string, q *findQuery, after *bookmar
 		var raw []byte
 		if !ok {
 			raw = couchdoc.Append(nil, id, row.Info, rb, o)
-			if doc, ok = decodeFields(raw, need); !ok {
+			if doc, ok = mango.DecodeFields(raw, need); !ok {
 				return nil
 			}
 		}
@@ -714,7 +571,7 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 	for i, fl := range m.ix.Fields {
 		fields[i] = mango.FieldPath(fl.Name)
 	}
-	need := docFields(q.f.Selector, q.f.Fields)
+	need := mango.SelectorFields(q.f.Selector, q.f.Fields)
 	var batch []*pb.ViewRow
 	flush := func() error {
 		if len(batch) == 0 {
@@ -730,7 +587,7 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 			if docs[i] == nil {
 				continue
 			}
-			doc, ok := decodeFields(docs[i], need)
+			doc, ok := mango.DecodeFields(docs[i], need)
 			if !ok {
 				continue
 			}
@@ -754,7 +611,7 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 		batchRows = max(1, min(batchRows, int(want)))
 	}
 	args := coordinator.ViewArgs{DDocID: m.ix.DDoc, DDoc: m.ddoc, View: m.ix.Name, Start: lo, End: hi,
-		Descending: r.Descending, Update: update, PageRows: page}
+		Descending: r.Descending, Update: update, PageRows: page, NoOffset: true}
 	err = g.c.View(rq.ctx, db, args, func(coordinator.ViewMeta) error { return nil }, func(row *pb.ViewRow) error {
 		st.keys++
 		if q.plan.Covering {

@@ -1,7 +1,6 @@
 package views
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +20,12 @@ type mapper interface {
 // index's view emits, for a doc that has every one of its fields (and
 // matches its partial_filter_selector, if any), the fields' values in the
 // index's order as the key, and null (mango.Index.Keys).
-type queryMaps struct{ views []*mango.Index }
+type queryMaps struct {
+	views []*mango.Index
+	// need is the members the indexes read (their fields', their
+	// partial filters', _id): only those are decoded of each doc
+	need map[string]bool
+}
 
 func newQueryMaps(def *Def) (*queryMaps, error) {
 	q := &queryMaps{views: make([]*mango.Index, len(def.Views))}
@@ -31,6 +35,22 @@ func newQueryMaps(def *Def) (*queryMaps, error) {
 			return nil, fmt.Errorf("views: mango index %s: %w", v.Name, err)
 		}
 		q.views[i] = ix
+	}
+	q.need = map[string]bool{"_id": true}
+	for _, ix := range q.views {
+		for _, f := range ix.Fields {
+			q.need[mango.FieldPath(f.Name)[0]] = true
+		}
+		if ix.PartialFilter != nil {
+			pf := mango.SelectorFields(ix.PartialFilter, nil)
+			if pf == nil {
+				q.need = nil // a filter on the whole doc: decode it whole
+				break
+			}
+			for k := range pf {
+				q.need[k] = true
+			}
+		}
 	}
 	return q, nil
 }
@@ -43,10 +63,8 @@ func (q *queryMaps) MapDocs(ctx context.Context, docs [][]byte) ([][][]couchjs.E
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var doc map[string]any
-		if dec.Decode(&doc) != nil {
+		doc, ok := mango.DecodeFields(raw, q.need)
+		if !ok {
 			continue
 		}
 		out[d] = make([][]couchjs.Emit, len(q.views))

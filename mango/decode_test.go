@@ -1,4 +1,4 @@
-package httpgw
+package mango
 
 import (
 	"bytes"
@@ -23,10 +23,10 @@ func FuzzDecodeFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, k1, k2 string) {
 		want, ok := firstMembers(raw)
 		if !ok {
-			_, _ = decodeFields(raw, map[string]bool{k1: true, k2: true}) // must not panic
+			_, _ = DecodeFields(raw, map[string]bool{k1: true, k2: true}) // must not panic
 			return
 		}
-		got, gotOK := decodeFields(raw, map[string]bool{k1: true, k2: true})
+		got, gotOK := DecodeFields(raw, map[string]bool{k1: true, k2: true})
 		if !gotOK {
 			t.Fatalf("%q: not decoded, encoding/json decodes it", raw)
 		}
