@@ -444,3 +444,27 @@ var matchSelectors = []string{
 	`{"t":{"$allMatch":{}}}`,
 	`{"o":{"$keyMapMatch":{"$eq":"p"}}}`,
 }
+
+// addCases put a design doc ("" for none) and then POST an index to it
+// (ddoc "x"): CouchDB's answer and the design doc after.
+var addCases = [][2]string{
+	{``, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{``, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}}}}`,
+		`{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}}}}`,
+		`{"index":{"fields":["b"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}},"zz":{"map":{"fields":{"z":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["z"]}}}}}`,
+		`{"index":{"fields":["b"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}}}}`,
+		`{"index":{"fields":["c"]},"ddoc":"x","name":"two"}`},
+	{`{"foo":[1e3,2],"language":"query","bar":{"b":1,"a":2}}`, `{"index":{"fields":["c"]},"ddoc":"x","name":"two"}`},
+	{`{"views":{"v":{"map":"function(d){}"}}}`, `{"index":{"fields":["a"]},"ddoc":"x"}`},
+	{`{"language":"javascript"}`, `{"index":{"fields":["a"]},"ddoc":"x"}`},
+	{`{"language":"Query"}`, `{"index":{"fields":["a"]},"ddoc":"_design/x"}`},
+	{`{"language":"query","options":{"partitioned":false}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","options":{"partitioned":false}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
+	{`{"language":"query","options":{"partitioned":false}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":true}`},
+	{`{"language":"query","options":{"local_seq":true}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query"}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
+}

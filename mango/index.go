@@ -1,6 +1,7 @@
 package mango
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
@@ -325,4 +326,91 @@ func (ix *Index) Keys(doc any) (key []any, ok bool) {
 		key[i] = v
 	}
 	return key, true
+}
+
+// AddTo is mango_idx:add on the design doc the index goes to: ddoc is
+// that doc as stored (nil when there is none, or it is deleted), the
+// result the doc to write, and exists says the index is there already,
+// as it is (CouchDB then answers {"result":"exists"} and writes nothing).
+// The view goes under views.<Name>, replacing one of that name where it
+// was, else last; the doc's other members stay as they are. Errors as
+// CouchDB's: a design doc of another language than "query" is
+// invalid_ddoc_lang, and an existing design doc whose options.partitioned
+// is not the request's "partitioned" (absent counting as neither true nor
+// false: {"partitioned":false} on the doc refuses a request without one)
+// is invalid_partitioned_option.
+func (r *IndexRequest) AddTo(ddoc []byte) (doc []byte, exists bool, err error) {
+	if len(ddoc) == 0 {
+		return r.DesignDoc(), false, nil
+	}
+	v, err := decodeJSON(ddoc)
+	if err != nil {
+		return nil, false, errors.New("mango: design doc is not JSON")
+	}
+	d, ok := v.(Object)
+	if !ok {
+		return nil, false, errors.New("mango: design doc is not an object")
+	}
+	if lang, ok := d.Get("language"); !ok || lang != "query" {
+		term := "false" // lists:keyfind's answer when there is none
+		if ok {
+			term = "{" + erlW("language") + "," + erlW(lang) + "}"
+		}
+		return nil, false, badRequest("invalid_ddoc_lang", "Existing design doc has an invalid language: %s", term)
+	}
+	var old any = atom("undefined")
+	if o, ok := d.Get("options"); ok {
+		if oo, ok := o.(Object); ok {
+			if p, ok := oo.Get("partitioned"); ok {
+				old = p
+			}
+		}
+	}
+	var want any = atom("undefined")
+	if r.Partitioned != nil {
+		want = *r.Partitioned
+	}
+	if old != want {
+		return nil, false, badRequest("invalid_partitioned_option",
+			"Requested partitioned option does not match existing value on design document %s", r.DDoc)
+	}
+	views, _ := d.Get("views")
+	vo, _ := views.(Object)
+	view := r.View()
+	nv := make(Object, 0, len(vo)+1)
+	replaced := false
+	for _, m := range vo {
+		if m.Key == r.Name && !replaced {
+			exists = string(marshalValue(m.Value)) == string(marshalValue(view))
+			nv = append(nv, Member{r.Name, view})
+			replaced = true
+			continue
+		}
+		nv = append(nv, m)
+	}
+	if !replaced {
+		nv = append(nv, Member{r.Name, view})
+	}
+	out := make(Object, 0, len(d)+1)
+	set := false
+	for _, m := range d {
+		if m.Key == "views" {
+			out = append(out, Member{"views", nv})
+			set = true
+			continue
+		}
+		out = append(out, m)
+	}
+	if !set {
+		out = append(out, Member{"views", nv})
+	}
+	b, _ := json.Marshal(out)
+	return b, exists, nil
+}
+
+// marshalValue writes v as MarshalJSON writes it, to compare two values.
+func marshalValue(v any) []byte {
+	var b bytes.Buffer
+	_ = writeJSON(&b, v)
+	return b.Bytes()
 }

@@ -326,3 +326,43 @@ func TestMatchAsCouchDB(t *testing.T) {
 		}
 	}
 }
+
+func TestAddToAsCouchDB(t *testing.T) {
+	for _, a := range loadAnswers(t, "couchdb_add.json") {
+		var want struct {
+			Before, Result, After json.RawMessage
+		}
+		if err := json.Unmarshal(a.Answer, &want); err != nil {
+			t.Fatal(err)
+		}
+		body := a.Request[strings.LastIndex(a.Request, "} {")+2:]
+		if !strings.HasPrefix(a.Request, "{") {
+			body = strings.TrimSpace(a.Request)
+		}
+		r, err := ParseIndexRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var before []byte
+		if string(want.Before) != "null" {
+			before = want.Before
+		}
+		doc, exists, err := r.AddTo(before)
+		if a.Status != 200 {
+			checkErr(t, "add", err, answer{Request: a.Request, Status: a.Status, Answer: want.Result})
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", a.Request, err)
+			continue
+		}
+		var res struct{ Result string }
+		_ = json.Unmarshal(want.Result, &res)
+		if exists != (res.Result == "exists") {
+			t.Errorf("%s: exists %v, CouchDB %s", a.Request, exists, want.Result)
+		}
+		if !sameJSON(doc, want.After) {
+			t.Errorf("%s:\n got %s\nwant %s", a.Request, doc, want.After)
+		}
+	}
+}
