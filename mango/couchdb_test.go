@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/settee/settee/internal/testcouch"
 )
@@ -64,8 +65,17 @@ func (c *couch) do(method, path, body string) (int, []byte) {
 func (c *couch) freshDB(name string) {
 	c.t.Helper()
 	c.do("DELETE", "/"+name, "")
-	if st, b := c.do("PUT", "/"+name, ""); st != 201 {
-		c.t.Fatalf("PUT /%s: %d %s", name, st, b)
+	for try := 0; ; try++ {
+		st, b := c.do("PUT", "/"+name, "")
+		if st == 201 {
+			return
+		}
+		if st != 412 || try == 50 {
+			c.t.Fatalf("PUT /%s: %d %s", name, st, b)
+		}
+		// the DELETE before is not quite done on every shard yet
+		time.Sleep(100 * time.Millisecond)
+		c.do("DELETE", "/"+name, "")
 	}
 }
 
@@ -265,23 +275,25 @@ func (c *couch) recordMatch() []answer {
 
 func (c *couch) recordAdd() []answer {
 	var out []answer
-	for _, ac := range addCases {
-		c.freshDB("mango_add")
+	for i, ac := range addCases {
+		db := fmt.Sprintf("mango_add%02d", i)
+		c.freshDB(db)
 		before := json.RawMessage("null")
 		if ac[0] != "" {
-			if st, b := c.do("PUT", "/mango_add/_design/x", ac[0]); st != 201 {
+			if st, b := c.do("PUT", "/"+db+"/_design/x", ac[0]); st != 201 {
 				c.t.Fatalf("PUT %s: %d %s", ac[0], st, b)
 			}
-			before = c.ddoc("/mango_add/_design/x")
+			before = c.ddoc("/" + db + "/_design/x")
 		}
-		st, b := c.do("POST", "/mango_add/_index", ac[1])
+		st, b := c.do("POST", "/"+db+"/_index", ac[1])
 		a := answer{Request: ac[0] + " " + ac[1], Status: st}
 		res := json.RawMessage(b)
 		if st != 200 {
 			res = errBody(c.t, b)
 		}
-		a.Answer = marshal(c.t, map[string]json.RawMessage{"before": before, "result": res, "after": c.ddoc("/mango_add/_design/x")})
+		a.Answer = marshal(c.t, map[string]json.RawMessage{"before": before, "result": res, "after": c.ddoc("/" + db + "/_design/x")})
 		out = append(out, a)
+		c.do("DELETE", "/"+db, "")
 	}
 	return out
 }
