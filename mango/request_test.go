@@ -303,7 +303,7 @@ func TestMatchAsCouchDB(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", a.Request, err)
 		}
-		s, err := Compile(plain(n))
+		s, err := Compile(n)
 		if err != nil {
 			t.Errorf("%s: normalized %s does not compile: %v", a.Request, marshal(t, n), err)
 			continue
