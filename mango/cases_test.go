@@ -468,3 +468,10 @@ var addCases = [][2]string{
 	{`{"language":"query","options":{"local_seq":true}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
 	{`{"language":"query"}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
 }
+
+// partitionedCases are indexCases on a partitioned database.
+var partitionedCases = []string{
+	`{"index":{"fields":["a"]}}`,
+	`{"index":{"fields":["b"]},"partitioned":false}`,
+	`{"index":{"fields":["c"]},"partitioned":true}`,
+}

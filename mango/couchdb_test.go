@@ -62,9 +62,10 @@ func (c *couch) do(method, path, body string) (int, []byte) {
 	return resp.StatusCode, bytes.TrimSpace(b)
 }
 
+// freshDB creates the database name (with a query string, its options).
 func (c *couch) freshDB(name string) {
 	c.t.Helper()
-	c.do("DELETE", "/"+name, "")
+	c.do("DELETE", "/"+strings.Split(name, "?")[0], "")
 	for try := 0; ; try++ {
 		st, b := c.do("PUT", "/"+name, "")
 		if st == 201 {
@@ -75,7 +76,7 @@ func (c *couch) freshDB(name string) {
 		}
 		// the DELETE before is not quite done on every shard yet
 		time.Sleep(100 * time.Millisecond)
-		c.do("DELETE", "/"+name, "")
+		c.do("DELETE", "/"+strings.Split(name, "?")[0], "")
 	}
 }
 
@@ -143,11 +144,18 @@ func (c *couch) recordFind() []answer {
 	return out
 }
 
-func (c *couch) recordIndex() []answer {
+func (c *couch) recordIndex() []answer { return c.recordIndexIn(indexCases, "mango_idx", "") }
+
+// recordPartitioned records partitionedCases on partitioned databases.
+func (c *couch) recordPartitioned() []answer {
+	return c.recordIndexIn(partitionedCases, "mango_pidx", "?partitioned=true")
+}
+
+func (c *couch) recordIndexIn(cases []string, prefix, create string) []answer {
 	var out []answer
-	for i, s := range indexCases {
-		db := fmt.Sprintf("mango_idx%02d", i)
-		c.freshDB(db)
+	for i, s := range cases {
+		db := fmt.Sprintf("%s%02d", prefix, i)
+		c.freshDB(db + create)
 		st, b := c.do("POST", "/"+db+"/_index", s)
 		a := answer{Request: s, Status: st}
 		if st != 200 {
@@ -329,6 +337,7 @@ var recordings = []struct {
 	{"couchdb_fields.json", (*couch).recordFields},
 	{"couchdb_match.json", (*couch).recordMatch},
 	{"couchdb_add.json", (*couch).recordAdd},
+	{"couchdb_partitioned.json", (*couch).recordPartitioned},
 }
 
 func loadAnswers(t testing.TB, file string) []answer {

@@ -214,8 +214,11 @@ func AllDocsIndex() *Index {
 // Index, as mango_idx_view:from_ddoc does: mapJSON is the view's "map"
 // object (views.View.Map), options the design doc's "options"
 // (views.Def.Options), whose "partitioned" says whether the index is
-// partitioned (false when absent; on a partitioned database the
-// database's default applies instead, which is the caller's to know).
+// partitioned. When options has no "partitioned", Partitioned is false
+// and the caller sets it to the database's default: CouchDB writes no
+// options.partitioned for an index created without "partitioned", and
+// lists it as partitioned on a partitioned database (recorded in
+// testdata/couchdb_partitioned.json).
 // A view CouchDB would skip as invalid is an error.
 func ParseIndexView(ddocID, viewName string, mapJSON []byte, options map[string]any) (*Index, error) {
 	v, err := decodeJSON(mapJSON)

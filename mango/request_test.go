@@ -106,7 +106,14 @@ func TestParseFindDefaults(t *testing.T) {
 }
 
 func TestParseIndexAsCouchDB(t *testing.T) {
-	for _, a := range loadAnswers(t, "couchdb_index.json") {
+	checkIndexes(t, "couchdb_index.json", false)
+	checkIndexes(t, "couchdb_partitioned.json", true)
+}
+
+// checkIndexes checks the recorded index requests on a database
+// partitioned or not.
+func checkIndexes(t *testing.T, file string, dbPartitioned bool) {
+	for _, a := range loadAnswers(t, file) {
 		r, err := ParseIndexRequest([]byte(a.Request))
 		if a.Status != 200 {
 			checkErr(t, "index", err, a)
@@ -144,6 +151,9 @@ func TestParseIndexAsCouchDB(t *testing.T) {
 		if err != nil {
 			t.Errorf("index %s: ParseIndexView: %v", a.Request, err)
 			continue
+		}
+		if _, set := dd.Options["partitioned"]; !set {
+			ix.Partitioned = dbPartitioned // the database's default
 		}
 		if !sameJSON(ix.JSON(), want.Index) {
 			t.Errorf("index %s listed:\n got %s\nwant %s", a.Request, ix.JSON(), want.Index)
