@@ -15,7 +15,9 @@ type IndexRequest struct {
 	// Def is the "index" member as sent; CouchDB keeps it as the view's
 	// options.def, and hashes it for the default names.
 	Def Object
-	// Fields are index.fields, in order; PartialFilter the normalized
+	// Fields are index.fields, in order, as CouchDB stores them: the
+	// view's map keeps them as an object, so a field named twice keeps
+	// its last place (["a","b","a"] is b, a); PartialFilter the normalized
 	// index.partial_filter_selector (an empty Object when none, which is
 	// what CouchDB stores).
 	Fields        []SortField
@@ -128,6 +130,7 @@ func ParseIndexRequest(body []byte) (*IndexRequest, error) {
 	if r.Fields, err = parseSort(fv); err != nil {
 		return nil, err
 	}
+	r.Fields = dedupeFields(r.Fields)
 	r.PartialFilter = Object{}
 	if pf, ok := d.Get("partial_filter_selector"); ok {
 		if !isObject(pf) {
@@ -141,6 +144,21 @@ func ParseIndexRequest(body []byte) (*IndexRequest, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// dedupeFields keeps the last of the fields of one name, at its place.
+func dedupeFields(fs []SortField) []SortField {
+	last := map[string]int{}
+	for i, f := range fs {
+		last[f.Name] = i
+	}
+	out := []SortField{}
+	for i, f := range fs {
+		if last[f.Name] == i {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // genName is mango_idx:gen_name: the hex SHA-1 of
