@@ -491,3 +491,17 @@ var partitionedCases = []string{
 	`{"index":{"fields":["b"]},"partitioned":false}`,
 	`{"index":{"fields":["c"]},"partitioned":true}`,
 }
+
+// designCases are design docs written as they are (not by POST _index):
+// how GET /db/_index lists them.
+var designCases = []string{
+	`{"_id":"_design/a","language":"query","views":{"noopts":{"map":{"fields":{"a":"asc"}},"reduce":"_count"},` +
+		`"withopts":{"map":{"fields":{"b":"asc"}},"reduce":"_count","options":{"def":{"fields":["b"]}}},` +
+		`"badfields":{"map":{"fields":["c"]},"reduce":"_count","options":{}},` +
+		`"extra":{"map":{"fields":{"d":"desc"},"selector":{"x":1},"foo":2},"options":{"sort":1,"w":2}},` +
+		`"dir":{"map":{"fields":{"e":"up","f":1}},"options":{}},` +
+		`"Upper":{"map":{"fields":{"g":"asc"},"partial_filter_selector":{"h":{"$gt":1}}},"options":{}}}}`,
+	`{"_id":"_design/b","language":"query","options":{"partitioned":false},"views":{"v":{"map":{"fields":{"a":"asc"}},"options":{}}}}`,
+	`{"_id":"_design/c","language":"javascript","views":{"v":{"map":"function(doc){}"}}}`,
+	`{"_id":"_design/d","views":{"v":{"map":"function(doc){}"}}}`,
+}

@@ -325,6 +325,23 @@ func (c *couch) ddoc(path string) json.RawMessage {
 	return marshal(c.t, d)
 }
 
+func (c *couch) recordDesigns() []answer {
+	c.freshDB("mango_ddocs")
+	var out []answer
+	for _, d := range designCases {
+		var id struct {
+			ID string `json:"_id"`
+		}
+		_ = json.Unmarshal([]byte(d), &id)
+		if st, b := c.do("PUT", "/mango_ddocs/"+id.ID, d); st != 201 {
+			c.t.Fatalf("PUT %s: %d %s", id.ID, st, b)
+		}
+		out = append(out, answer{Request: d, Status: 201, Answer: c.ddoc("/mango_ddocs/" + id.ID)})
+	}
+	st, b := c.do("GET", "/mango_ddocs/_index", "")
+	return append(out, answer{Request: "_index", Status: st, Answer: member(c.t, b, "indexes")})
+}
+
 // recordings are the files in testdata and how to ask CouchDB for them.
 var recordings = []struct {
 	file string
@@ -338,6 +355,7 @@ var recordings = []struct {
 	{"couchdb_match.json", (*couch).recordMatch},
 	{"couchdb_add.json", (*couch).recordAdd},
 	{"couchdb_partitioned.json", (*couch).recordPartitioned},
+	{"couchdb_designs.json", (*couch).recordDesigns},
 }
 
 func loadAnswers(t testing.TB, file string) []answer {

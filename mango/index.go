@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 )
 
@@ -254,14 +255,8 @@ func ParseIndexView(ddocID, viewName string, mapJSON []byte, options map[string]
 		return nil, errors.New("mango: index view map has no fields object")
 	}
 	for _, m := range fo {
-		switch m.Value {
-		case "asc":
-			ix.Fields = append(ix.Fields, SortField{Name: m.Key})
-		case "desc":
-			ix.Fields = append(ix.Fields, SortField{Name: m.Key, Desc: true})
-		default:
-			return nil, errors.New("mango: index view field " + m.Key + " has no direction")
-		}
+		// CouchDB takes any direction here (it lists {"e":"up"} as it is)
+		ix.Fields = append(ix.Fields, SortField{Name: m.Key, Desc: m.Value == "desc"})
 	}
 	pf, ok := def.Get("partial_filter_selector")
 	if !ok || isEmptyObject(pf) {
@@ -283,6 +278,67 @@ func ParseIndexView(ddocID, viewName string, mapJSON []byte, options map[string]
 		ix.Partitioned = p
 	}
 	return ix, nil
+}
+
+// ParseIndexDesign is mango_idx:from_ddoc: the json indexes of a design
+// doc (its stored JSON), in view name order, as GET /db/_index lists
+// them. A design doc of another language than "query" has none; a view
+// CouchDB cannot read as an index (no "options" object, a map without a
+// "fields" object) is left out, as CouchDB leaves it out. An index is
+// partitioned as the doc's options.partitioned says, else as the
+// database (dbPartitioned).
+func ParseIndexDesign(ddoc []byte, dbPartitioned bool) ([]*Index, error) {
+	v, err := decodeJSON(ddoc)
+	if err != nil {
+		return nil, errors.New("mango: design doc is not JSON")
+	}
+	d, ok := v.(Object)
+	if !ok {
+		return nil, errors.New("mango: design doc is not an object")
+	}
+	if lang, _ := d.Get("language"); lang != "query" {
+		return nil, nil
+	}
+	id, _ := d.Get("_id")
+	ddocID, _ := id.(string)
+	opts := map[string]any{}
+	if o, ok := d.Get("options"); ok {
+		if oo, ok := o.(Object); ok {
+			opts, _ = plain(oo).(map[string]any)
+		}
+	}
+	if _, set := opts["partitioned"].(bool); !set {
+		opts["partitioned"] = dbPartitioned
+	}
+	views, _ := d.Get("views")
+	vo, _ := views.(Object)
+	names := make([]string, 0, len(vo))
+	byName := map[string]Object{}
+	for _, m := range vo {
+		view, ok := m.Value.(Object)
+		if !ok {
+			continue
+		}
+		if vopts, ok := view.Get("options"); !ok || !isObject(vopts) {
+			continue // validate_ddoc: {Opts0} = options fails
+		}
+		if _, seen := byName[m.Key]; !seen {
+			names = append(names, m.Key)
+		}
+		byName[m.Key] = view
+	}
+	sort.Strings(names)
+	var out []*Index
+	for _, name := range names {
+		mp, _ := byName[name].Get("map")
+		b, _ := json.Marshal(mp)
+		ix, err := ParseIndexView(ddocID, name, b, opts)
+		if err != nil {
+			continue
+		}
+		out = append(out, ix)
+	}
+	return out, nil
 }
 
 func isEmptyObject(v any) bool {
@@ -309,7 +365,14 @@ func (ix *Index) JSON() []byte {
 	for _, m := range ix.def {
 		switch {
 		case m.Key == "fields":
-			def = append(def, Member{"fields", ix.Fields})
+			// mango_sort:to_json: each field as {name: direction}, the
+			// direction as stored
+			fo, _ := m.Value.(Object)
+			l := make([]any, len(fo))
+			for i, f := range fo {
+				l[i] = Object{f}
+			}
+			def = append(def, Member{"fields", l})
 		case m.Key == "partial_filter_selector" && isEmptyObject(m.Value):
 		default:
 			def = append(def, m)

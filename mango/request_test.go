@@ -334,3 +334,18 @@ func TestAddToAsCouchDB(t *testing.T) {
 		}
 	}
 }
+
+func TestParseIndexDesignAsCouchDB(t *testing.T) {
+	answers := loadAnswers(t, "couchdb_designs.json")
+	list := []json.RawMessage{AllDocsIndex().JSON()}
+	for _, a := range answers[:len(answers)-1] {
+		ixs, err := ParseIndexDesign(a.Answer, false)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Answer, err)
+		}
+		for _, ix := range ixs {
+			list = append(list, ix.JSON())
+		}
+	}
+	checkJSON(t, "GET _index", list, answers[len(answers)-1].Answer)
+}
