@@ -206,6 +206,24 @@ func (r *IndexRequest) DesignDoc() []byte {
 	return b
 }
 
+// Index is the index the request creates, as ParseIndexView reads it
+// back from the design doc CouchDB writes; dbPartitioned is the
+// database's default, which applies when the request has no
+// "partitioned".
+func (r *IndexRequest) Index(dbPartitioned bool) *Index {
+	b, _ := json.Marshal(r.mapDef())
+	opts := map[string]any{"partitioned": dbPartitioned}
+	if r.Partitioned != nil {
+		opts["partitioned"] = *r.Partitioned
+	}
+	ix, err := ParseIndexView(r.DDoc, r.Name, b, opts)
+	if err != nil {
+		// the request's own map always reads back
+		panic("mango: " + err.Error())
+	}
+	return ix
+}
+
 // Index is a Mango index as read back from its design doc.
 type Index struct {
 	DDoc, Name string

@@ -155,6 +155,9 @@ func checkIndexes(t *testing.T, file string, dbPartitioned bool) {
 		if _, set := dd.Options["partitioned"]; !set {
 			ix.Partitioned = dbPartitioned // the database's default
 		}
+		if !sameJSON(r.Index(dbPartitioned).JSON(), want.Index) {
+			t.Errorf("index %s: Index() listed %s, CouchDB %s", a.Request, r.Index(dbPartitioned).JSON(), want.Index)
+		}
 		if !sameJSON(ix.JSON(), want.Index) {
 			t.Errorf("index %s listed:\n got %s\nwant %s", a.Request, ix.JSON(), want.Index)
 		}
