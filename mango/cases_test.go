@@ -50,6 +50,10 @@ var selectorCases = []string{
 	`{"$elemMatch":{"a":1}}`,
 	`{"a":{"$in":[1e10,0.1,1e-7,100.0,1.5e300,12345678901234567890123,1E2,-0.0,5e-324,1.0e21,123456789012345680000.0,0.000123]}}`,
 	`{"a":{"$in":[1e3,1e4,1e15,1e16,0.01,0.001,0.0001,0.00001,123456.789,1234567890123.5,-2.5,-1e-10,3.0e0,2.5e-5,123e5,0.5,1.25e16,9007199254740993.0,-0]}}`,
+	`{"a":{"$in":[1E+2,1e-400,-1e-400,0e0,123456789012345678901234567890.5,-0]}}`,
+	`{"a":{"$in":[1e400]}}`,
+	`{"a":{"$in":[-1e400]}}`,
+	`{"a":{"$mod":[-0.0,1]}}`,
 	`{"a":{"$in":1}}`,
 	`{"a":{"$in":"x"}}`,
 	`{"a":{"$in":{"x":[1,2.5,null,true]}}}`,
@@ -138,6 +142,13 @@ var selectorCases = []string{
 	`{"$text":1}`,
 	`{"$text":["x"]}`,
 	`{"$or":[{"$text":"x"}]}`,
+	`{"$and":[{"$text":"a"},{"$text":"b"}]}`,
+	`{"a":1,"$text":"x"}`,
+	`{"$text":true}`,
+	`{"$text":null}`,
+	`{"a":{"$elemMatch":{"$text":"x"}}}`,
+	`{"a":{"$elemMatch":{"b":{"$text":"x"}}}}`,
+	`{"$nor":[{"$text":"x"}]}`,
 	`{"$not":{"$text":"x"}}`,
 	`{"$default":1}`,
 	`{"a":{"$default":1}}`,
@@ -192,6 +203,7 @@ var findCases = []string{
 	`{"selector":{"a":1},"sort":[""]}`,
 	`{"selector":{"a":1},"sort":[1]}`,
 	`{"selector":{"a":1},"sort":[null]}`,
+	`{"selector":{"a":1},"sort":[-0.0]}`,
 	`{"selector":{"a":1},"sort":[[104,105]]}`,
 	`{"selector":{"a":1},"sort":[[1,2]]}`,
 	`{"selector":{"a":1},"sort":["abc",{"é":1}]}`,
@@ -290,6 +302,10 @@ var indexCases = []string{
 	`{"index":{"fields":[{"a":"desc"},{"b":"desc"}]}}`,
 	`{"index":{"fields":[{"b":"desc"},"c"]}}`,
 	`{"index":{"fields":[]}}`,
+	`{"index":{"fields":["a","a"]}}`,
+	`{"index":{"fields":["a","b","a"]}}`,
+	`{"index":{"fields":["a"],"partial_filter_selector":{"b":1,"b":2}}}`,
+	`{"index":{"fields":["a"],"fields":["b"]}}`,
 	`{"index":{"fields":["x"],"partial_filter_selector":{"y":{"$gt":1}}}}`,
 	`{"index":{"fields":["x"],"partial_filter_selector":{"$or":[{"b":1},{"c":{"d":2}}]}},"ddoc":"pfn"}`,
 	`{"index":{"fields":["x"],"partial_filter_selector":{}}}`,
@@ -443,4 +459,49 @@ var matchSelectors = []string{
 	`{"t":{"$elemMatch":{}}}`,
 	`{"t":{"$allMatch":{}}}`,
 	`{"o":{"$keyMapMatch":{"$eq":"p"}}}`,
+}
+
+// addCases put a design doc ("" for none) and then POST an index to it
+// (ddoc "x"): CouchDB's answer and the design doc after.
+var addCases = [][2]string{
+	{``, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{``, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}}}}`,
+		`{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}}}}`,
+		`{"index":{"fields":["b"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}},"zz":{"map":{"fields":{"z":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["z"]}}}}}`,
+		`{"index":{"fields":["b"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","views":{"one":{"map":{"fields":{"a":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["a"]}}}}}`,
+		`{"index":{"fields":["c"]},"ddoc":"x","name":"two"}`},
+	{`{"foo":[1e3,2],"language":"query","bar":{"b":1,"a":2}}`, `{"index":{"fields":["c"]},"ddoc":"x","name":"two"}`},
+	{`{"views":{"v":{"map":"function(d){}"}}}`, `{"index":{"fields":["a"]},"ddoc":"x"}`},
+	{`{"language":"javascript"}`, `{"index":{"fields":["a"]},"ddoc":"x"}`},
+	{`{"language":"Query"}`, `{"index":{"fields":["a"]},"ddoc":"_design/x"}`},
+	{`{"language":"query","options":{"partitioned":false}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query","options":{"partitioned":false}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
+	{`{"language":"query","options":{"partitioned":false}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":true}`},
+	{`{"language":"query","options":{"local_seq":true}}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one"}`},
+	{`{"language":"query"}`, `{"index":{"fields":["a"]},"ddoc":"x","name":"one","partitioned":false}`},
+}
+
+// partitionedCases are indexCases on a partitioned database.
+var partitionedCases = []string{
+	`{"index":{"fields":["a"]}}`,
+	`{"index":{"fields":["b"]},"partitioned":false}`,
+	`{"index":{"fields":["c"]},"partitioned":true}`,
+}
+
+// designCases are design docs written as they are (not by POST _index):
+// how GET /db/_index lists them.
+var designCases = []string{
+	`{"_id":"_design/a","language":"query","views":{"noopts":{"map":{"fields":{"a":"asc"}},"reduce":"_count"},` +
+		`"withopts":{"map":{"fields":{"b":"asc"}},"reduce":"_count","options":{"def":{"fields":["b"]}}},` +
+		`"badfields":{"map":{"fields":["c"]},"reduce":"_count","options":{}},` +
+		`"extra":{"map":{"fields":{"d":"desc"},"selector":{"x":1},"foo":2},"options":{"sort":1,"w":2}},` +
+		`"dir":{"map":{"fields":{"e":"up","f":1}},"options":{}},` +
+		`"Upper":{"map":{"fields":{"g":"asc"},"partial_filter_selector":{"h":{"$gt":1}}},"options":{}}}}`,
+	`{"_id":"_design/b","language":"query","options":{"partitioned":false},"views":{"v":{"map":{"fields":{"a":"asc"}},"options":{}}}}`,
+	`{"_id":"_design/c","language":"javascript","views":{"v":{"map":"function(doc){}"}}}`,
+	`{"_id":"_design/d","views":{"v":{"map":"function(doc){}"}}}`,
 }

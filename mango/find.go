@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -21,7 +22,10 @@ type Find struct {
 	Fields []string
 	// fieldSpecs is "fields" as sent, objects included.
 	fieldSpecs []any
-	Sort       []SortField // empty: no sort
+	// limitRaw, skipRaw, rRaw are the numbers as sent (CouchDB echoes
+	// a bignum limit as it is; Limit is capped).
+	limitRaw, skipRaw, rRaw json.Number
+	Sort                    []SortField // empty: no sort
 	// Limit and Skip: limit defaults to 25 (CouchDB's [mango]
 	// default_limit), skip to 0. Huge values are capped at MaxInt64.
 	Limit, Skip int64
@@ -142,16 +146,16 @@ func (f *Find) set(name string, v any) error {
 			return err
 		}
 		if name == "limit" {
-			f.Limit = n
+			f.Limit, f.limitRaw = n, v.(json.Number)
 		} else {
-			f.Skip = n
+			f.Skip, f.skipRaw = n, v.(json.Number)
 		}
 	case "r":
 		n, ok := isInt(v)
 		if !ok || n.Sign() <= 0 {
 			return badRequest("invalid_pos_integer", "%s is not an integer greater than zero", erlW(v))
 		}
-		f.R = clamp(n)
+		f.R, f.rRaw = clamp(n), v.(json.Number)
 	case "sort":
 		s, err := parseSort(v)
 		if err != nil {
@@ -206,6 +210,57 @@ func (f *Find) set(name string, v any) error {
 		}
 	}
 	return nil
+}
+
+// ExplainOpts is the "opts" member of CouchDB's _explain answer for the
+// request: every option with its value or default, in validate_find's
+// order, as CouchDB writes them ("bookmark" is "nil" when there is none,
+// "sort" an object of field and direction, "fields" as sent, a limit
+// beyond int64 as sent).
+func (f *Find) ExplainOpts() Object {
+	sort := Object{}
+	for _, s := range f.Sort {
+		dir := "asc"
+		if s.Desc {
+			dir = "desc"
+		}
+		sort = append(sort, Member{s.Name, dir})
+	}
+	bookmark := "nil"
+	if f.Bookmark != "" {
+		bookmark = f.Bookmark
+	}
+	var stale any = false
+	if f.Stale != "" {
+		stale = f.Stale
+	}
+	useIndex := make([]any, len(f.UseIndex))
+	for i, u := range f.UseIndex {
+		useIndex[i] = u
+	}
+	return Object{{"use_index", useIndex}, {"bookmark", bookmark}, {"limit", f.ExplainLimit()},
+		{"skip", number(f.skipRaw, f.Skip)}, {"sort", sort}, {"fields", f.ExplainFields()},
+		{"partition", f.Partition}, {"r", number(f.rRaw, f.R)}, {"conflicts", f.Conflicts},
+		{"stale", stale}, {"update", f.Update}, {"stable", f.Stable}, {"execution_stats", f.ExecutionStats},
+		{"allow_fallback", f.AllowFallback}}
+}
+
+// ExplainLimit is the limit as _explain shows it (a bignum as sent).
+func (f *Find) ExplainLimit() json.Number { return number(f.limitRaw, f.Limit) }
+
+// ExplainFields is "fields" as _explain shows it: as sent, [] when none.
+func (f *Find) ExplainFields() []any {
+	if f.fieldSpecs == nil {
+		return []any{}
+	}
+	return f.fieldSpecs
+}
+
+func number(raw json.Number, n int64) json.Number {
+	if raw != "" {
+		return raw
+	}
+	return json.Number(strconv.FormatInt(n, 10))
 }
 
 // ProjectionError is the error CouchDB answers a _find with when it

@@ -1,10 +1,12 @@
 package mango
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 )
 
@@ -14,7 +16,9 @@ type IndexRequest struct {
 	// Def is the "index" member as sent; CouchDB keeps it as the view's
 	// options.def, and hashes it for the default names.
 	Def Object
-	// Fields are index.fields, in order; PartialFilter the normalized
+	// Fields are index.fields, in order, as CouchDB stores them: the
+	// view's map keeps them as an object, so a field named twice keeps
+	// its last place (["a","b","a"] is b, a); PartialFilter the normalized
 	// index.partial_filter_selector (an empty Object when none, which is
 	// what CouchDB stores).
 	Fields        []SortField
@@ -127,6 +131,7 @@ func ParseIndexRequest(body []byte) (*IndexRequest, error) {
 	if r.Fields, err = parseSort(fv); err != nil {
 		return nil, err
 	}
+	r.Fields = dedupeFields(r.Fields)
 	r.PartialFilter = Object{}
 	if pf, ok := d.Get("partial_filter_selector"); ok {
 		if !isObject(pf) {
@@ -140,6 +145,21 @@ func ParseIndexRequest(body []byte) (*IndexRequest, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// dedupeFields keeps the last of the fields of one name, at its place.
+func dedupeFields(fs []SortField) []SortField {
+	last := map[string]int{}
+	for i, f := range fs {
+		last[f.Name] = i
+	}
+	out := []SortField{}
+	for i, f := range fs {
+		if last[f.Name] == i {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // genName is mango_idx:gen_name: the hex SHA-1 of
@@ -186,6 +206,24 @@ func (r *IndexRequest) DesignDoc() []byte {
 	return b
 }
 
+// Index is the index the request creates, as ParseIndexView reads it
+// back from the design doc CouchDB writes; dbPartitioned is the
+// database's default, which applies when the request has no
+// "partitioned".
+func (r *IndexRequest) Index(dbPartitioned bool) *Index {
+	b, _ := json.Marshal(r.mapDef())
+	opts := map[string]any{"partitioned": dbPartitioned}
+	if r.Partitioned != nil {
+		opts["partitioned"] = *r.Partitioned
+	}
+	ix, err := ParseIndexView(r.DDoc, r.Name, b, opts)
+	if err != nil {
+		// the request's own map always reads back
+		panic("mango: " + err.Error())
+	}
+	return ix
+}
+
 // Index is a Mango index as read back from its design doc.
 type Index struct {
 	DDoc, Name string
@@ -213,8 +251,11 @@ func AllDocsIndex() *Index {
 // Index, as mango_idx_view:from_ddoc does: mapJSON is the view's "map"
 // object (views.View.Map), options the design doc's "options"
 // (views.Def.Options), whose "partitioned" says whether the index is
-// partitioned (false when absent; on a partitioned database the
-// database's default applies instead, which is the caller's to know).
+// partitioned. When options has no "partitioned", Partitioned is false
+// and the caller sets it to the database's default: CouchDB writes no
+// options.partitioned for an index created without "partitioned", and
+// lists it as partitioned on a partitioned database (recorded in
+// testdata/couchdb_partitioned.json).
 // A view CouchDB would skip as invalid is an error.
 func ParseIndexView(ddocID, viewName string, mapJSON []byte, options map[string]any) (*Index, error) {
 	v, err := decodeJSON(mapJSON)
@@ -232,14 +273,8 @@ func ParseIndexView(ddocID, viewName string, mapJSON []byte, options map[string]
 		return nil, errors.New("mango: index view map has no fields object")
 	}
 	for _, m := range fo {
-		switch m.Value {
-		case "asc":
-			ix.Fields = append(ix.Fields, SortField{Name: m.Key})
-		case "desc":
-			ix.Fields = append(ix.Fields, SortField{Name: m.Key, Desc: true})
-		default:
-			return nil, errors.New("mango: index view field " + m.Key + " has no direction")
-		}
+		// CouchDB takes any direction here (it lists {"e":"up"} as it is)
+		ix.Fields = append(ix.Fields, SortField{Name: m.Key, Desc: m.Value == "desc"})
 	}
 	pf, ok := def.Get("partial_filter_selector")
 	if !ok || isEmptyObject(pf) {
@@ -261,6 +296,67 @@ func ParseIndexView(ddocID, viewName string, mapJSON []byte, options map[string]
 		ix.Partitioned = p
 	}
 	return ix, nil
+}
+
+// ParseIndexDesign is mango_idx:from_ddoc: the json indexes of a design
+// doc (its stored JSON), in view name order, as GET /db/_index lists
+// them. A design doc of another language than "query" has none; a view
+// CouchDB cannot read as an index (no "options" object, a map without a
+// "fields" object) is left out, as CouchDB leaves it out. An index is
+// partitioned as the doc's options.partitioned says, else as the
+// database (dbPartitioned).
+func ParseIndexDesign(ddoc []byte, dbPartitioned bool) ([]*Index, error) {
+	v, err := decodeJSON(ddoc)
+	if err != nil {
+		return nil, errors.New("mango: design doc is not JSON")
+	}
+	d, ok := v.(Object)
+	if !ok {
+		return nil, errors.New("mango: design doc is not an object")
+	}
+	if lang, _ := d.Get("language"); lang != "query" {
+		return nil, nil
+	}
+	id, _ := d.Get("_id")
+	ddocID, _ := id.(string)
+	opts := map[string]any{}
+	if o, ok := d.Get("options"); ok {
+		if oo, ok := o.(Object); ok {
+			opts, _ = plain(oo).(map[string]any)
+		}
+	}
+	if _, set := opts["partitioned"].(bool); !set {
+		opts["partitioned"] = dbPartitioned
+	}
+	views, _ := d.Get("views")
+	vo, _ := views.(Object)
+	names := make([]string, 0, len(vo))
+	byName := map[string]Object{}
+	for _, m := range vo {
+		view, ok := m.Value.(Object)
+		if !ok {
+			continue
+		}
+		if vopts, ok := view.Get("options"); !ok || !isObject(vopts) {
+			continue // validate_ddoc: {Opts0} = options fails
+		}
+		if _, seen := byName[m.Key]; !seen {
+			names = append(names, m.Key)
+		}
+		byName[m.Key] = view
+	}
+	sort.Strings(names)
+	var out []*Index
+	for _, name := range names {
+		mp, _ := byName[name].Get("map")
+		b, _ := json.Marshal(mp)
+		ix, err := ParseIndexView(ddocID, name, b, opts)
+		if err != nil {
+			continue
+		}
+		out = append(out, ix)
+	}
+	return out, nil
 }
 
 func isEmptyObject(v any) bool {
@@ -287,7 +383,14 @@ func (ix *Index) JSON() []byte {
 	for _, m := range ix.def {
 		switch {
 		case m.Key == "fields":
-			def = append(def, Member{"fields", ix.Fields})
+			// mango_sort:to_json: each field as {name: direction}, the
+			// direction as stored
+			fo, _ := m.Value.(Object)
+			l := make([]any, len(fo))
+			for i, f := range fo {
+				l[i] = Object{f}
+			}
+			def = append(def, Member{"fields", l})
 		case m.Key == "partial_filter_selector" && isEmptyObject(m.Value):
 		default:
 			def = append(def, m)
@@ -325,4 +428,91 @@ func (ix *Index) Keys(doc any) (key []any, ok bool) {
 		key[i] = v
 	}
 	return key, true
+}
+
+// AddTo is mango_idx:add on the design doc the index goes to: ddoc is
+// that doc as stored (nil when there is none, or it is deleted), the
+// result the doc to write, and exists says the index is there already,
+// as it is (CouchDB then answers {"result":"exists"} and writes nothing).
+// The view goes under views.<Name>, replacing one of that name where it
+// was, else last; the doc's other members stay as they are. Errors as
+// CouchDB's: a design doc of another language than "query" is
+// invalid_ddoc_lang, and an existing design doc whose options.partitioned
+// is not the request's "partitioned" (absent counting as neither true nor
+// false: {"partitioned":false} on the doc refuses a request without one)
+// is invalid_partitioned_option.
+func (r *IndexRequest) AddTo(ddoc []byte) (doc []byte, exists bool, err error) {
+	if len(ddoc) == 0 {
+		return r.DesignDoc(), false, nil
+	}
+	v, err := decodeJSON(ddoc)
+	if err != nil {
+		return nil, false, errors.New("mango: design doc is not JSON")
+	}
+	d, ok := v.(Object)
+	if !ok {
+		return nil, false, errors.New("mango: design doc is not an object")
+	}
+	if lang, ok := d.Get("language"); !ok || lang != "query" {
+		term := "false" // lists:keyfind's answer when there is none
+		if ok {
+			term = "{" + erlW("language") + "," + erlW(lang) + "}"
+		}
+		return nil, false, badRequest("invalid_ddoc_lang", "Existing design doc has an invalid language: %s", term)
+	}
+	var old any = atom("undefined")
+	if o, ok := d.Get("options"); ok {
+		if oo, ok := o.(Object); ok {
+			if p, ok := oo.Get("partitioned"); ok {
+				old = p
+			}
+		}
+	}
+	var want any = atom("undefined")
+	if r.Partitioned != nil {
+		want = *r.Partitioned
+	}
+	if old != want {
+		return nil, false, badRequest("invalid_partitioned_option",
+			"Requested partitioned option does not match existing value on design document %s", r.DDoc)
+	}
+	views, _ := d.Get("views")
+	vo, _ := views.(Object)
+	view := r.View()
+	nv := make(Object, 0, len(vo)+1)
+	replaced := false
+	for _, m := range vo {
+		if m.Key == r.Name && !replaced {
+			exists = string(marshalValue(m.Value)) == string(marshalValue(view))
+			nv = append(nv, Member{r.Name, view})
+			replaced = true
+			continue
+		}
+		nv = append(nv, m)
+	}
+	if !replaced {
+		nv = append(nv, Member{r.Name, view})
+	}
+	out := make(Object, 0, len(d)+1)
+	set := false
+	for _, m := range d {
+		if m.Key == "views" {
+			out = append(out, Member{"views", nv})
+			set = true
+			continue
+		}
+		out = append(out, m)
+	}
+	if !set {
+		out = append(out, Member{"views", nv})
+	}
+	b, _ := json.Marshal(out)
+	return b, exists, nil
+}
+
+// marshalValue writes v as MarshalJSON writes it, to compare two values.
+func marshalValue(v any) []byte {
+	var b bytes.Buffer
+	_ = writeJSON(&b, v)
+	return b.Bytes()
 }

@@ -1,15 +1,25 @@
-// Package mango matches documents against a basic Mango selector, the query
-// language of CouchDB's _find, as the replicator's "selector" filter uses it.
-// Supported: implicit and explicit $and, $or, $not, $nor, field conditions
-// $eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod $regex $all
-// $beginsWith, the sub-selectors $elemMatch $allMatch $keyMapMatch, and
-// nested fields (dotted paths or nested objects; a decimal part of a path
-// indexes an array, "a.0.b", and the field "" where no field is named is
-// the value itself, as in a normalized selector, see Normalize). $text is rejected: it
-// needs a text index, as in CouchDB. The semantics follow CouchDB's
-// mango_selector.erl (norm_ops for the arguments, match for the values). Values compare with CouchDB's collation order
-// of JSON types (null < false < true < numbers < strings < arrays <
-// objects); strings by CouchDB's ICU collation (see collate). A field path has at
+// Package mango is the request layer of CouchDB's Mango query language
+// (_find, _explain, _index, and the "selector" filter of _changes and
+// the replicator), as CouchDB 3.5.2 has it: ParseFind and
+// ParseIndexRequest read requests with CouchDB's validation and errors,
+// Normalize is mango_selector:normalize, IndexRequest and Index are a
+// json index's design doc and what it emits, Fields is the "fields"
+// projection, and Compile/Match match documents. DESIGN.md says which
+// CouchDB module each file mirrors.
+//
+// The matcher: implicit and explicit $and, $or, $not, $nor, field
+// conditions $eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod
+// $regex $all $beginsWith, the sub-selectors $elemMatch $allMatch
+// $keyMapMatch, and nested fields (dotted paths or nested objects; a
+// decimal part of a path indexes an array, "a.0.b", and the field "" where
+// no field is named is the value itself, as in a normalized selector).
+// $text is rejected: it needs a text index, as in CouchDB. The semantics
+// follow CouchDB's mango_selector.erl (norm_ops for the arguments, match
+// for the values); CouchDB matches the normalized selector, which differs
+// from the selector as written where a negation moves onto a condition
+// (see Normalize). Values compare with CouchDB's collation order of JSON
+// types (null < false < true < numbers < strings < arrays < objects),
+// strings by CouchDB's ICU collation (see collate). A field path has at
 // most 100 levels (maxFieldDepth), which CouchDB does not bound.
 package mango
 
@@ -66,8 +76,12 @@ func Parse(b []byte) (*Selector, error) {
 	return Compile(v)
 }
 
-// Compile compiles a selector decoded with encoding/json.
+// Compile compiles a selector decoded with encoding/json, or one this
+// package built (an Object, as Normalize returns).
 func Compile(v any) (*Selector, error) {
+	if o, isObj := v.(Object); isObj {
+		v = plain(o)
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, errorf("Selector error: expected a JSON object")

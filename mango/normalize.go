@@ -192,7 +192,7 @@ func normOps(v any) (any, error) {
 		switch arg.(type) {
 		case string, bool:
 		default:
-			if _, isNum := isNumber(arg); !isNum {
+			if _, isNum := arg.(json.Number); !isNum {
 				return nil, normBadArg(k, arg)
 			}
 		}
@@ -214,11 +214,6 @@ func normOps(v any) (any, error) {
 		return nil, err
 	}
 	return one(k, n), nil
-}
-
-func isNumber(v any) (string, bool) {
-	n, ok := v.(json.Number)
-	return string(n), ok
 }
 
 // pcreCompiles approximates re:compile (PCRE 8, no unicode option) with

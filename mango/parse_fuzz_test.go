@@ -54,5 +54,8 @@ func FuzzParseRequests(f *testing.F) {
 			t.Fatalf("%s: listed as %s", body, ix.JSON())
 		}
 		ix.Keys(map[string]any{"_id": "x", "a": 1.0})
+		if string(r.Index(false).JSON()) != string(ix.JSON()) {
+			t.Fatalf("%s: Index() %s, read back %s", body, r.Index(false).JSON(), ix.JSON())
+		}
 	})
 }

@@ -3,7 +3,6 @@ package mango
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,34 +63,6 @@ func TestNormalizeAsCouchDB(t *testing.T) {
 	}
 }
 
-// explainOpts is a Find as _explain shows its "opts".
-func explainOpts(f *Find) Object {
-	sort := Object{}
-	for _, s := range f.Sort {
-		dir := "asc"
-		if s.Desc {
-			dir = "desc"
-		}
-		sort = append(sort, Member{s.Name, dir})
-	}
-	bookmark := "nil"
-	if f.Bookmark != "" {
-		bookmark = f.Bookmark
-	}
-	fields := []string{}
-	if f.Fields != nil {
-		fields = f.Fields
-	}
-	var stale any = false
-	if f.Stale != "" {
-		stale = f.Stale
-	}
-	return Object{{"use_index", f.UseIndex}, {"bookmark", bookmark}, {"limit", f.Limit}, {"skip", f.Skip},
-		{"sort", sort}, {"fields", fields}, {"partition", f.Partition}, {"r", f.R}, {"conflicts", f.Conflicts},
-		{"stale", stale}, {"update", f.Update}, {"stable", f.Stable}, {"execution_stats", f.ExecutionStats},
-		{"allow_fallback", f.AllowFallback}}
-}
-
 func TestParseFindAsCouchDB(t *testing.T) {
 	for _, a := range loadAnswers(t, "couchdb_find.json") {
 		f, err := ParseFind([]byte(a.Request))
@@ -116,19 +87,7 @@ func TestParseFindAsCouchDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkJSON(t, "find selector "+a.Request, f.Selector, want.Selector)
-		opts := explainOpts(f)
-		if f.Limit == math.MaxInt64 {
-			// CouchDB keeps a bignum; Limit is capped
-			var o Object
-			v, _ := decodeJSON(want.Opts)
-			o = v.(Object)
-			for i := range o {
-				if o[i].Key == "limit" {
-					o[i].Value = json.Number("9223372036854775807")
-				}
-			}
-			want.Opts = marshal(t, o)
-		}
+		opts := f.ExplainOpts()
 		checkJSON(t, "find opts "+a.Request, opts, want.Opts)
 	}
 }
@@ -140,7 +99,6 @@ func TestParseFindDefaults(t *testing.T) {
 	}
 	want := &Find{Selector: Object{{"a", Object{{"$gt", json.Number("1")}}}},
 		RawSelector: Object{{"a", Object{{"$gt", json.Number("1")}}}},
-		fieldSpecs:  nil,
 		Limit:       25, R: 1, Update: true, AllowFallback: true, UseIndex: []string{}}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("got %+v\nwant %+v", f, want)
@@ -148,7 +106,14 @@ func TestParseFindDefaults(t *testing.T) {
 }
 
 func TestParseIndexAsCouchDB(t *testing.T) {
-	for _, a := range loadAnswers(t, "couchdb_index.json") {
+	checkIndexes(t, "couchdb_index.json", false)
+	checkIndexes(t, "couchdb_partitioned.json", true)
+}
+
+// checkIndexes checks the recorded index requests on a database
+// partitioned or not.
+func checkIndexes(t *testing.T, file string, dbPartitioned bool) {
+	for _, a := range loadAnswers(t, file) {
 		r, err := ParseIndexRequest([]byte(a.Request))
 		if a.Status != 200 {
 			checkErr(t, "index", err, a)
@@ -186,6 +151,12 @@ func TestParseIndexAsCouchDB(t *testing.T) {
 		if err != nil {
 			t.Errorf("index %s: ParseIndexView: %v", a.Request, err)
 			continue
+		}
+		if _, set := dd.Options["partitioned"]; !set {
+			ix.Partitioned = dbPartitioned // the database's default
+		}
+		if !sameJSON(r.Index(dbPartitioned).JSON(), want.Index) {
+			t.Errorf("index %s: Index() listed %s, CouchDB %s", a.Request, r.Index(dbPartitioned).JSON(), want.Index)
 		}
 		if !sameJSON(ix.JSON(), want.Index) {
 			t.Errorf("index %s listed:\n got %s\nwant %s", a.Request, ix.JSON(), want.Index)
@@ -303,7 +274,7 @@ func TestMatchAsCouchDB(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", a.Request, err)
 		}
-		s, err := Compile(plain(n))
+		s, err := Compile(n)
 		if err != nil {
 			t.Errorf("%s: normalized %s does not compile: %v", a.Request, marshal(t, n), err)
 			continue
@@ -325,4 +296,59 @@ func TestMatchAsCouchDB(t *testing.T) {
 			t.Errorf("%s: CouchDB's _find found %v, its _changes filter %v", a.Request, want.Find, want.Changes)
 		}
 	}
+}
+
+func TestAddToAsCouchDB(t *testing.T) {
+	for _, a := range loadAnswers(t, "couchdb_add.json") {
+		var want struct {
+			Before, Result, After json.RawMessage
+		}
+		if err := json.Unmarshal(a.Answer, &want); err != nil {
+			t.Fatal(err)
+		}
+		body := a.Request[strings.LastIndex(a.Request, "} {")+2:]
+		if !strings.HasPrefix(a.Request, "{") {
+			body = strings.TrimSpace(a.Request)
+		}
+		r, err := ParseIndexRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var before []byte
+		if string(want.Before) != "null" {
+			before = want.Before
+		}
+		doc, exists, err := r.AddTo(before)
+		if a.Status != 200 {
+			checkErr(t, "add", err, answer{Request: a.Request, Status: a.Status, Answer: want.Result})
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", a.Request, err)
+			continue
+		}
+		var res struct{ Result string }
+		_ = json.Unmarshal(want.Result, &res)
+		if exists != (res.Result == "exists") {
+			t.Errorf("%s: exists %v, CouchDB %s", a.Request, exists, want.Result)
+		}
+		if !sameJSON(doc, want.After) {
+			t.Errorf("%s:\n got %s\nwant %s", a.Request, doc, want.After)
+		}
+	}
+}
+
+func TestParseIndexDesignAsCouchDB(t *testing.T) {
+	answers := loadAnswers(t, "couchdb_designs.json")
+	list := []json.RawMessage{AllDocsIndex().JSON()}
+	for _, a := range answers[:len(answers)-1] {
+		ixs, err := ParseIndexDesign(a.Answer, false)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Answer, err)
+		}
+		for _, ix := range ixs {
+			list = append(list, ix.JSON())
+		}
+	}
+	checkJSON(t, "GET _index", list, answers[len(answers)-1].Answer)
 }
