@@ -1,0 +1,168 @@
+package replicator_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/settee/settee/internal/testserver"
+	"github.com/settee/settee/node"
+	"github.com/settee/settee/replicator"
+)
+
+// The id of a replication with a design doc's filter hashes the filter
+// function's source as the source database has it (CouchDB's v4 ids): the
+// same function resumes from the checkpoint, an edited one is a new
+// replication that starts from the beginning, and a filter the source
+// lacks is CouchDB's filter_fetch_error.
+
+const (
+	evenFilter = `function (doc, req) { return doc.type === 'even'; }`
+	smallNs    = `function (doc, req) { return doc.n < 5; }`
+)
+
+// localIDs are the ids of a database's _local docs (the checkpoints).
+func localIDs(t *testing.T, s *testserver.Server, db string) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range must(t, s, "GET", "/"+db+"/_local_docs", nil, 200)["rows"].([]any) {
+		ids = append(ids, r.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+// setFilter writes _design/f of src with filters.pick = src.
+func setFilter(t *testing.T, s *testserver.Server, db, code string) {
+	t.Helper()
+	doc := map[string]any{"filters": map[string]any{"pick": code}}
+	if st, d := call(t, s, "GET", "/"+db+"/_design/f", nil); st == 200 {
+		doc["_rev"] = d["_rev"]
+	}
+	must(t, s, "PUT", "/"+db+"/_design/f", doc, 201)
+}
+
+func TestFilterIDFollowsFilterSource(t *testing.T) {
+	t.Parallel()
+	a := testserver.Start(t)
+	for _, tc := range []struct{ name, src, tgt string }{
+		{"local", `"src_local"`, "tgt_local"},
+		{"http", "", "tgt_http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := "src_" + tc.name
+			must(t, a, "PUT", "/"+db, nil, 201)
+			loadDocs(t, a, db, 0, 20, "")
+			setFilter(t, a, db, evenFilter)
+			src := `"` + dbURL(a, db) + `"`
+			if tc.name == "local" {
+				src = `"` + db + `"`
+			}
+			body := fmt.Sprintf(`{"source":%s,"target":%q,"create_target":true,"filter":"f/pick"}`, src, tc.tgt)
+
+			first := must(t, a, "POST", "/_replicate", body, 200)
+			if n := ndocs(t, a, tc.tgt); n != 10 {
+				t.Fatalf("the even filter copied %d docs", n)
+			}
+			ck1 := localIDs(t, a, db)
+			if len(ck1) != 1 {
+				t.Fatalf("checkpoints %v", ck1)
+			}
+			// the same function: the same id, resumed at its checkpoint
+			again := must(t, a, "POST", "/_replicate", body, 200)
+			if again["no_changes"] != true || fmt.Sprint(localIDs(t, a, db)) != fmt.Sprint(ck1) {
+				t.Fatalf("the same filter again: %v, checkpoints %v (were %v)", again, localIDs(t, a, db), ck1)
+			}
+			// an edited function: a new id, from the beginning
+			setFilter(t, a, db, smallNs)
+			edited := must(t, a, "POST", "/_replicate", body, 200)
+			h := history0(t, edited)
+			if fmt.Sprint(h["start_last_seq"]) != "0" || h["docs_written"] != 2.0 {
+				t.Fatalf("the edited filter's run: %v", h)
+			}
+			if ids := localIDs(t, a, db); len(ids) != 2 {
+				t.Fatalf("checkpoints after the edit %v", ids)
+			}
+			if n := ndocs(t, a, tc.tgt); n != 12 {
+				t.Fatalf("the target has %d docs after the edit", n)
+			}
+			if edited["session_id"] == first["session_id"] {
+				t.Fatal("the edited filter's run has the first session")
+			}
+			// the first function back: its id again, resumed where its
+			// checkpoint left it (the design doc edits since then are
+			// the only changes, and it passes none)
+			setFilter(t, a, db, "  "+evenFilter+" ")
+			back := must(t, a, "POST", "/_replicate", body, 200)
+			h = history0(t, back)
+			if fmt.Sprint(h["start_last_seq"]) == "0" || h["docs_written"] != 0.0 {
+				t.Fatalf("the first filter back did not resume: %v", h)
+			}
+			if ids := localIDs(t, a, db); len(ids) != 2 {
+				t.Fatalf("checkpoints after going back %v", ids)
+			}
+		})
+	}
+}
+
+// A filter the source cannot give: 404 not_found with CouchDB's reasons
+// (recorded from CouchDB 3.5.2, its URL put in) for POST /_replicate.
+func TestFilterFetchErrors(t *testing.T) {
+	t.Parallel()
+	a := testserver.Start(t)
+	must(t, a, "PUT", "/fsrc", nil, 201)
+	setFilter(t, a, "fsrc", evenFilter)
+	uri := a.URL + "/"
+	for _, tc := range []struct {
+		src, filter, reason string
+	}{
+		{dbURL(a, "fsrc"), "nope/pick", "Couldn't open document `_design/nope` from source database `" + uri + "fsrc/`: {error,<<\"not_found\">>}"},
+		{dbURL(a, "fsrc"), "f/nope", "Couldn't parse filter code from document f on `" + uri + "fsrc/`  Error: {not_found,<<\"missing json key: nope\">>}"},
+		{dbURL(a, "nosrc"), "f/pick", "Could not open source database `" + uri + "nosrc/`: {db_not_found,<<\"" + uri + "nosrc/\">>}"},
+		{"fsrc", "nope/pick", "Couldn't open document `_design/nope` from source database `fsrc`: {error,<<\"not_found\">>}"},
+	} {
+		st, out := call(t, a, "POST", "/_replicate", map[string]any{"source": tc.src, "target": "ftgt", "create_target": true, "filter": tc.filter})
+		if st != 404 || out["error"] != "not_found" || out["reason"] != tc.reason {
+			t.Errorf("%s %s: %d %v\nwant reason %s", tc.src, tc.filter, st, out, tc.reason)
+		}
+	}
+	if n := ndocs(t, a, "ftgt"); n != -1 {
+		t.Errorf("a replication without its filter created its target (%d docs)", n)
+	}
+}
+
+// A _replicator doc whose filter is missing is in state "error" (no id),
+// tried again with the crash backoff until the filter is there; one whose
+// filter is edited while it runs gets the new function's id.
+func TestFilterReplicatorDoc(t *testing.T) {
+	defer replicator.SetFilterRecheck(200 * time.Millisecond)()
+	a := testserver.Start(t, func(c *node.Config) { c.ReplicatorRetryBase = 100 * time.Millisecond })
+	must(t, a, "PUT", "/rsrc", nil, 201)
+	loadDocs(t, a, "rsrc", 0, 20, "")
+	must(t, a, "PUT", "/_replicator/fr", map[string]any{"source": "rsrc", "target": "rtgt", "create_target": true,
+		"continuous": true, "filter": "f/pick", "checkpoint_interval": 200}, 201)
+	var d map[string]any
+	waitFor(t, 10*time.Second, "the error state", func() bool { d = schedDoc(t, a, "fr"); return d["state"] == "error" })
+	info, _ := d["info"].(map[string]any)
+	want := "Couldn't open document `_design/f` from source database `rsrc`: {error,<<\"not_found\">>}"
+	if d["id"] != nil || info["error"] != want || d["error_count"] == 0.0 {
+		t.Fatalf("scheduler doc %v\nwant error %s", d, want)
+	}
+
+	setFilter(t, a, "rsrc", evenFilter)
+	waitFor(t, 10*time.Second, "the even docs", func() bool { return ndocs(t, a, "rtgt") == 10 })
+	id1, _ := schedDoc(t, a, "fr")["id"].(string)
+	if id1 == "" {
+		t.Fatalf("no id once running: %v", schedDoc(t, a, "fr"))
+	}
+
+	setFilter(t, a, "rsrc", smallNs)
+	var id2 string
+	waitFor(t, 10*time.Second, "a new id", func() bool {
+		id2, _ = schedDoc(t, a, "fr")["id"].(string)
+		return id2 != "" && id2 != id1
+	})
+	// the new id's job started from the beginning: d001 and d003 pass
+	// the new function
+	waitFor(t, 10*time.Second, "the small docs", func() bool { return ndocs(t, a, "rtgt") == 12 })
+	waitFor(t, 10*time.Second, "a checkpoint of each id", func() bool { return len(localIDs(t, a, "rsrc")) == 2 })
+}
