@@ -32,6 +32,7 @@ var rwFnDDoc = jsonOf(map[string]any{
   if (p[0] === 'up3') return {path: '../../../' + p.slice(1).join('/')};
   if (p[0] === 'code') return {code: 418, headers: {'X-A': 'b'}, body: 'teapot'};
   if (p[0] === 'nocode') return {code: 99};
+  if (p[0] === 'echo') return {code: 200};
   if (p[0] === 'put') return {path: '../../' + p[1], method: 'PUT', body: '{"made":true}', headers: {'Content-Type': 'application/json'}};
   if (p[0] === 'nopath') return {query: {a: 'b'}};
   if (p[0] === 'badpath') return {path: 1};
@@ -96,6 +97,8 @@ var rewriteSteps = []ddocStep{
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/up3/{db}_other/od", status: 200, want: `{"_id":"od","_rev":"1-6e52dcb6275493780182469512b96dd9","o":1}`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/doc/_all_docs?limit=0", status: 200, want: `{"total_rows":3,"offset":0,"rows":[]}`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/code", status: 418, raw: "teapot", wantHdr: map[string]string{"X-A": "b", "Content-Type": ""}},
+	{method: "HEAD", path: "/{db}/_design/fn/_rewrite/code", status: 418, wantHdr: map[string]string{"X-A": "b", "Content-Type": ""}},
+	{method: "POST", path: "/{db}/_design/fn/_rewrite/echo", body: "mybody", hdr: map[string]string{"Content-Type": "text/plain"}, status: 200, raw: "mybody", wantHdr: map[string]string{"Content-Type": ""}},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/put/made", status: 201, want: `{"ok":true,"id":"made","rev":"1-b8ca9647c79798f0820e66ef27ab8598"}`},
 	{method: "GET", path: "/{db}/made", status: 200, want: `{"_id":"made","_rev":"1-b8ca9647c79798f0820e66ef27ab8598","made":true}`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/self/self/doc/doc1", status: 200, want: `{"_id":"doc1","_rev":"1-23202479633c2b380f79507a776743d5","a":1}`},
@@ -123,6 +126,12 @@ var rewriteSteps = []ddocStep{
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/throwe", status: 500, err: "rewrite_error", reasonPrefix: "function raised error: (new TypeError("},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/throwo", status: 500, want: `{"error":"custom","reason":"mine"}`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/loop", status: 400, want: `{"error":"bad_request","reason":"Exceeded rewrite recursion limit"}`},
+	// chttpd/rewrite_limit: three rewrites pass, a fourth is refused
+	{method: "PUT", path: "/_node/_local/_config/chttpd/rewrite_limit", body: `"3"`, status: 200},
+	{method: "GET", path: "/{db}/_design/fn/_rewrite/self/self/doc/doc1", status: 200, want: `{"_id":"doc1","_rev":"1-23202479633c2b380f79507a776743d5","a":1}`},
+	{method: "GET", path: "/{db}/_design/fn/_rewrite/self/self/self/doc/doc1", status: 400, want: `{"error":"bad_request","reason":"Exceeded rewrite recursion limit"}`},
+	{method: "DELETE", path: "/_node/_local/_config/chttpd/rewrite_limit", status: 200},
+	{method: "GET", path: "/{db}/_design/fn/_rewrite/self/self/self/doc/doc1", status: 200, want: `{"_id":"doc1","_rev":"1-23202479633c2b380f79507a776743d5","a":1}`},
 	// the rules
 	{method: "GET", path: "/{db}/_design/rules/_rewrite", status: 200, raw: `hello nodoc {} _design/rules/_show/hello GET`},
 	{method: "GET", path: "/{db}/_design/rules/_rewrite?x=1", status: 200, raw: `hello nodoc {"x":"1"} _design/rules/_show/hello GET`},
