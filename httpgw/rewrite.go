@@ -58,9 +58,13 @@ func (g *Gateway) chttpdConfig(key string) string {
 	return ""
 }
 
+// maxRewriteLimit bounds chttpd/rewrite_limit: each rewrite serves the
+// next request inside the last one, on the same goroutine's stack.
+const maxRewriteLimit = 1000
+
 func (g *Gateway) rewriteLimit() int {
 	if n, err := strconv.Atoi(strings.TrimSpace(g.chttpdConfig("rewrite_limit"))); err == nil {
-		return n
+		return min(n, maxRewriteLimit)
 	}
 	return 100
 }
@@ -214,8 +218,9 @@ func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src s
 		newBody, hasBody = string(body), true
 	}
 	if code, ok := get("code"); ok {
-		c, _ := strconv.Atoi(string(code))
-		return writeRewriteResponse(rq, c, headers(), newBody)
+		var c float64
+		_ = json.Unmarshal(code, &c) // checked: an integer in [200, 600)
+		return writeRewriteResponse(rq, int(c), headers(), newBody)
 	}
 	method := rq.r.Method
 	if s, ok := str("method"); ok {
@@ -387,26 +392,35 @@ func (g *Gateway) rewriteRules(rq *req, db, ddocID string, raw json.RawMessage, 
 		}
 		var rl rwRule
 		var from, to *string
+		methodSet := false
 		dots := 0
 		for _, f := range fields {
 			var s string
 			isStr := json.Unmarshal(f.v, &s) == nil
 			switch f.k {
 			case "method":
-				if isStr && rl.method == "" {
-					rl.method = s
+				if !methodSet {
+					methodSet = true
+					// a method that is no string matches no request
+					rl.method = "\x00"
+					if isStr {
+						rl.method = s
+					}
 				}
 			case "query":
 				if rl.query == nil {
 					rl.query, _ = orderedObject(f.v)
 				}
-			case "from":
-				if from == nil && isStr {
-					from = &s
+			case "from", "to":
+				p := &from
+				if f.k == "to" {
+					p = &to
 				}
-			case "to":
-				if to == nil && isStr {
-					to = &s
+				if *p == nil {
+					if !isStr {
+						return errBadarg // CouchDB's re:split of a non-string
+					}
+					*p = &s
 				}
 			case "formats":
 				if rl.formats == nil {
@@ -654,8 +668,12 @@ func (v rwVal) iolist() (string, error) {
 	if json.Unmarshal(v.json, &arr) == nil {
 		return strings.Join(arr, ""), nil
 	}
-	return "", newErr(500, "unknown_error", "badarg")
+	return "", errBadarg
 }
+
+// errBadarg is Erlang's badarg as CouchDB answers it (without the "ref"
+// of its stack hash).
+var errBadarg = newErr(500, "unknown_error", "badarg")
 
 // --- dispatching ---------------------------------------------------------
 

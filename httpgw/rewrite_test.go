@@ -82,6 +82,23 @@ var rwRulesDDoc = jsonOf(map[string]any{
 	"views": map[string]any{"v": map[string]any{"map": `function(doc) { if (doc.a) emit(doc.a, null); }`}},
 })
 
+// rwRules3DDoc has the rules of the finer points.
+var rwRules3DDoc = jsonOf(map[string]any{
+	"rewrites": []any{
+		map[string]any{"from": "/anym", "to": "_show/hello", "method": "*"},
+		map[string]any{"from": "/a/*/c", "to": "_show/hello/*", "query": map[string]any{"s": "*"}},
+		map[string]any{"from": "/k", "to": "_view/v"},
+		map[string]any{"from": "/ks", "to": "_view/v", "query": map[string]any{"keys": []any{":a", ":b"}}},
+		map[string]any{"from": "/p/:id", "to": "_show/hello/:id"},
+		map[string]any{"from": "/num", "to": "_show/hello", "query": map[string]any{"n": 5}},
+		map[string]any{"from": "/obj", "to": "_view/v", "query": map[string]any{"key": map[string]any{"a": 1}}},
+		map[string]any{"from": "/star/*", "to": "_show/hello/*"},
+		map[string]any{"from": "/nomethod", "to": "_show/hello", "method": 1},
+	},
+	"shows": rwShows,
+	"views": map[string]any{"v": map[string]any{"map": `function(doc) { if (doc.a) emit(doc.a, null); }`}},
+})
+
 var rewriteSteps = []ddocStep{
 	{method: "PUT", path: "/{db}/doc1", body: `{"a":1}`, status: 201},
 	{method: "PUT", path: "/{db}_other", status: 201},
@@ -154,6 +171,23 @@ var rewriteSteps = []ddocStep{
 	{method: "GET", path: "/{db}/_design/rules/_rewrite/undef/q", status: 200, raw: `hello nodoc {"a":"q"} _design/rules/_show/hello/undefined GET`},
 	{method: "GET", path: "/{db}/_design/rules/_rewrite/nomatch", status: 404, want: `{"error":"not_found","reason":"missing"}`},
 	{method: "GET", path: "/{db}/_design/rules/_rewrite/loop", status: 400, want: `{"error":"bad_request","reason":"Exceeded rewrite recursion limit"}`},
+	// more rules: any method, a "*" inside from, JSON query values
+	{method: "PUT", path: "/{db}/_design/r3", body: rwRules3DDoc, status: 201},
+	{method: "POST", path: "/{db}/_design/r3/_rewrite/anym", body: `{}`, status: 200, raw: `hello nodoc {} _design/r3/_show/hello POST`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/a/b/c", status: 200, raw: `hello nodoc {"s":"b"} _design/r3/_show/hello GET`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/k?key=abc", status: 400, want: `{"error":"bad_request","reason":"invalid UTF-8 JSON"}`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/k?key=1", status: 200, want: `{"total_rows":1,"offset":0,"rows":[{"id":"doc1","key":1,"value":null}]}`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/ks?a=1&b=x", status: 200, want: `{"total_rows":1,"offset":1,"rows":[]}`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/ks?a=1&b=1", status: 200, want: `{"total_rows":1,"offset":1,"rows":[]}`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/p/x?id=y", status: 200, raw: `hello nodoc {"id":"x"} _design/r3/_show/hello/x GET`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/num", status: 500, err: "unknown_error", reasonPrefix: "badarg"},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/obj", status: 200, want: `{"total_rows":1,"offset":1,"rows":[]}`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/star/a%20b", status: 200, raw: `hello nodoc {} _design/r3/_show/hello/a b GET`},
+	{method: "GET", path: "/{db}/_design/r3/_rewrite/nomethod", status: 404, want: `{"error":"not_found","reason":"missing"}`},
+	{method: "PUT", path: "/{db}/_design/r4", body: `{"rewrites":[{"from":5,"to":"x"}]}`, status: 201},
+	{method: "GET", path: "/{db}/_design/r4/_rewrite/a", status: 500, err: "unknown_error", reasonPrefix: "badarg"},
+	{method: "PUT", path: "/{db}/_design/fn3", body: `{"rewrites":"function(req) { return {code: 201.5}; }"}`, status: 201},
+	{method: "GET", path: "/{db}/_design/fn3/_rewrite/a", status: 500, want: `{"error":"rewrite_error","reason":"bad code"}`},
 	// design docs that cannot rewrite
 	{method: "GET", path: "/{db}/_design/nope/_rewrite/foo", status: 404, want: `{"error":"not_found","reason":"missing"}`},
 	{method: "PUT", path: "/{db}/_design/none", body: `{}`, status: 201},
