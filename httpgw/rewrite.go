@@ -124,11 +124,12 @@ func designPrefix(db, ddocID string) string {
 // numbers are its own.
 func rewriteRunner(src string) string {
 	s := strings.TrimRight(src, " \t\r\n;")
-	return "function (doc, req) { var rewrite = (" + s + "\n);\n" +
-		"var r = rewrite.call(this, req);\n" +
-		"if (!r) return {json: ['no_dispatch_rule']};\n" +
-		"if (typeof r === 'string') r = {path: r, method: req.method};\n" +
-		"return {json: ['ok', r]};\n}"
+	// names of its own, so that the function sees none of them
+	return "function (__rwDoc, __rwReq) { var __rwFun = (" + s + "\n);\n" +
+		"var __rw = __rwFun.call(this, __rwReq);\n" +
+		"if (!__rw) return {json: ['no_dispatch_rule']};\n" +
+		"if (typeof __rw === 'string') __rw = {path: __rw, method: __rwReq.method};\n" +
+		"return {json: ['ok', __rw]};\n}"
 }
 
 func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src string, n int) error {

@@ -1,10 +1,16 @@
 package replicator_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
+	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 	"github.com/settee/settee/node"
 	"github.com/settee/settee/replicator"
@@ -105,29 +111,70 @@ func TestFilterIDFollowsFilterSource(t *testing.T) {
 }
 
 // A filter the source cannot give: 404 not_found with CouchDB's reasons
-// (recorded from CouchDB 3.5.2, its URL put in) for POST /_replicate.
-func TestFilterFetchErrors(t *testing.T) {
-	t.Parallel()
-	a := testserver.Start(t)
-	must(t, a, "PUT", "/fsrc", nil, 201)
-	setFilter(t, a, "fsrc", evenFilter)
-	uri := a.URL + "/"
-	for _, tc := range []struct {
-		src, filter, reason string
-	}{
-		{dbURL(a, "fsrc"), "nope/pick", "Couldn't open document `_design/nope` from source database `" + uri + "fsrc/`: {error,<<\"not_found\">>}"},
-		{dbURL(a, "fsrc"), "f/nope", "Couldn't parse filter code from document f on `" + uri + "fsrc/`  Error: {not_found,<<\"missing json key: nope\">>}"},
-		{dbURL(a, "nosrc"), "f/pick", "Could not open source database `" + uri + "nosrc/`: {db_not_found,<<\"" + uri + "nosrc/\">>}"},
-		{"fsrc", "nope/pick", "Couldn't open document `_design/nope` from source database `fsrc`: {error,<<\"not_found\">>}"},
-	} {
-		st, out := call(t, a, "POST", "/_replicate", map[string]any{"source": tc.src, "target": "ftgt", "create_target": true, "filter": tc.filter})
+// for POST /_replicate, the same on settee (TestFilterFetchErrors) and on
+// CouchDB 3.5.2 (TestFilterFetchErrorsAsCouchDB).
+func runFilterFetchErrors(t *testing.T, base, user, pw string, local bool) {
+	do := func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.SetBasicAuth(user, pw)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if st, _ := do("PUT", "/fsrc", nil); st != 201 {
+		t.Fatalf("PUT /fsrc: %d", st)
+	}
+	if st, _ := do("PUT", "/fsrc/_design/f", map[string]any{"filters": map[string]any{"pick": evenFilter}}); st != 201 {
+		t.Fatalf("PUT the design doc: %d", st)
+	}
+	u, _ := url.Parse(base)
+	u.User = url.UserPassword(user, pw)
+	src := func(db string) string { return u.String() + "/" + db }
+	cases := []struct{ src, filter, reason string }{
+		{src("fsrc"), "nope/pick", "Couldn't open document `_design/nope` from source database `" + base + "/fsrc/`: {error,<<\"not_found\">>}"},
+		{src("fsrc"), "f/nope", "Couldn't parse filter code from document f on `" + base + "/fsrc/`  Error: {not_found,<<\"missing json key: nope\">>}"},
+		{src("nosrc"), "f/pick", "Could not open source database `" + base + "/nosrc/`: {db_not_found,<<\"" + base + "/nosrc/\">>}"},
+	}
+	if local {
+		// CouchDB names a local source by its URL; settee by its name
+		cases = append(cases, struct{ src, filter, reason string }{"fsrc", "nope/pick", "Couldn't open document `_design/nope` from source database `fsrc`: {error,<<\"not_found\">>}"})
+	}
+	for _, tc := range cases {
+		st, out := do("POST", "/_replicate", map[string]any{"source": tc.src, "target": src("ftgt"), "create_target": true, "filter": tc.filter})
 		if st != 404 || out["error"] != "not_found" || out["reason"] != tc.reason {
 			t.Errorf("%s %s: %d %v\nwant reason %s", tc.src, tc.filter, st, out, tc.reason)
 		}
 	}
-	if n := ndocs(t, a, "ftgt"); n != -1 {
-		t.Errorf("a replication without its filter created its target (%d docs)", n)
+	if st, _ := do("GET", "/ftgt", nil); st != 404 {
+		t.Errorf("a replication without its filter created its target (%d)", st)
 	}
+}
+
+func TestFilterFetchErrors(t *testing.T) {
+	t.Parallel()
+	a := testserver.Start(t)
+	runFilterFetchErrors(t, a.URL, testserver.AdminUser, testserver.AdminPassword, true)
+}
+
+func TestFilterFetchErrorsAsCouchDB(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a CouchDB")
+	}
+	cs := testcouch.Start(t, "")
+	runFilterFetchErrors(t, cs.URL, cs.User, cs.Password, false)
 }
 
 // A _replicator doc whose filter is missing is in state "error" (no id),
@@ -165,4 +212,31 @@ func TestFilterReplicatorDoc(t *testing.T) {
 	// the new function
 	waitFor(t, 10*time.Second, "the small docs", func() bool { return ndocs(t, a, "rtgt") == 12 })
 	waitFor(t, 10*time.Second, "a checkpoint of each id", func() bool { return len(localIDs(t, a, "rsrc")) == 2 })
+}
+
+// TestFilterCodeInID: the id takes the filter's source and query_params,
+// not its name; without a source read (FilterCode "") the name stands in.
+func TestFilterCodeInID(t *testing.T) {
+	id := func(filter, code, rest string) string {
+		t.Helper()
+		r, err := replicator.ParseRep([]byte(`{"source":"http://h/a","target":"b","filter":"` + filter + `"` + rest + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.FilterCode = code
+		return r.BaseID("uuid")
+	}
+	base := id("f/x", evenFilter, "")
+	if id("g/y", evenFilter, "") != base {
+		t.Error("the same function under another name has another id")
+	}
+	if id("f/x", smallNs, "") == base {
+		t.Error("an edited function keeps the id")
+	}
+	if id("f/x", evenFilter, `,"query_params":{"m":1}`) == base {
+		t.Error("query_params are not in the id")
+	}
+	if id("f/x", "", "") == id("g/x", "", "") {
+		t.Error("without the source, two filters share an id")
+	}
 }
