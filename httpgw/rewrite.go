@@ -703,6 +703,7 @@ func (g *Gateway) dispatchRewrite(rq *req, method, target string, hdr http.Heade
 	if hasBody {
 		r2.Body = io.NopCloser(bytes.NewReader(body))
 		r2.ContentLength = int64(len(body))
+		r2.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		r2.Header.Del("Content-Encoding")
 	}
 	if timeout > 0 && !longRequest(r2) {

@@ -219,7 +219,9 @@ func (s *Scheduler) refreshFilters() {
 	every := s.filterRecheck()
 	s.mu.Lock()
 	for id, e := range s.byDoc {
-		if e.rep == nil || e.rep.Filter == "" || !s.owned(e) {
+		// every node keeps every doc's id current (not only its own):
+		// a node that takes a doc over resumes from its checkpoint
+		if e.rep == nil || e.rep.Filter == "" {
 			continue
 		}
 		switch {
