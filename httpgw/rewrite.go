@@ -161,6 +161,9 @@ func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src s
 	for _, k := range []string{"info", "form", "uuid", "id"} {
 		delete(m, k)
 	}
+	if rq.r.Method == http.MethodHead {
+		m["method"] = json.RawMessage(`"GET"`) // CouchDB's handlers see HEAD as GET
+	}
 	if jreq, err = json.Marshal(m); err != nil {
 		return err
 	}

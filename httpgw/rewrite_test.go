@@ -33,6 +33,7 @@ var rwFnDDoc = jsonOf(map[string]any{
   if (p[0] === 'code') return {code: 418, headers: {'X-A': 'b'}, body: 'teapot'};
   if (p[0] === 'nocode') return {code: 99};
   if (p[0] === 'echo') return {code: 200};
+  if (p[0] === 'method') return {code: 200, headers: {'X-M': req.method}, body: 'm'};
   if (p[0] === 'put') return {path: '../../' + p[1], method: 'PUT', body: '{"made":true}', headers: {'Content-Type': 'application/json'}};
   if (p[0] === 'nopath') return {query: {a: 'b'}};
   if (p[0] === 'badpath') return {path: 1};
@@ -115,6 +116,8 @@ var rewriteSteps = []ddocStep{
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/doc/_all_docs?limit=0", status: 200, want: `{"total_rows":3,"offset":0,"rows":[]}`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/code", status: 418, raw: "teapot", wantHdr: map[string]string{"X-A": "b", "Content-Type": ""}},
 	{method: "HEAD", path: "/{db}/_design/fn/_rewrite/code", status: 418, wantHdr: map[string]string{"X-A": "b", "Content-Type": ""}},
+	{method: "HEAD", path: "/{db}/_design/fn/_rewrite/method", status: 200, wantHdr: map[string]string{"X-M": "GET"}},
+	{method: "DELETE", path: "/{db}/_design/fn/_rewrite/method", status: 200, raw: "m", wantHdr: map[string]string{"X-M": "DELETE"}},
 	{method: "POST", path: "/{db}/_design/fn/_rewrite/echo", body: "mybody", hdr: map[string]string{"Content-Type": "text/plain"}, status: 200, raw: "mybody", wantHdr: map[string]string{"Content-Type": ""}},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/put/made", status: 201, want: `{"ok":true,"id":"made","rev":"1-b8ca9647c79798f0820e66ef27ab8598"}`},
 	{method: "GET", path: "/{db}/made", status: 200, want: `{"_id":"made","_rev":"1-b8ca9647c79798f0820e66ef27ab8598","made":true}`},
