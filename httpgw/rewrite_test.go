@@ -53,10 +53,12 @@ var rwFnDDoc = jsonOf(map[string]any{
   if (p[0] === 'm') return {path: '_show/method', method: p[1]};
   if (p[0] === 'q') return {path: '_show/q', query: {'a b': 'c&d', e: 'f/g'}};
   if (p[0] === 'this') return {path: '_show/' + this.target};
+  if (p[0] === 'lib') return {path: '_show/' + require('lib/t').target};
   return false;
 }`,
 	"target": "hello",
 	"shows":  rwShows,
+	"lib":    map[string]any{"t": "exports.target = 'method';"},
 })
 
 // rwRulesDDoc is the legacy array of rules.
@@ -128,6 +130,7 @@ var rewriteSteps = []ddocStep{
 	{method: "PUT", path: "/{db}/_design/fn/_rewrite/m/POST", body: "put body", hdr: map[string]string{"Content-Type": "text/plain"}, status: 200, raw: "POST put body"},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/q", status: 200, raw: `undefined _design/fn/_show/q?a+b=c%26d&e=f%2Fg`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/this", status: 200, raw: `hello nodoc {} _design/fn/_show/hello GET`},
+	{method: "GET", path: "/{db}/_design/fn/_rewrite/lib", status: 200, raw: `GET undefined`},
 	// what the function answers wrong
 	{method: "GET", path: "/{db}/_design/fn/_rewrite/nothing", status: 404, want: `{"error":"rewrite_error","reason":"Invalid path."}`},
 	{method: "GET", path: "/{db}/_design/fn/_rewrite", status: 404, want: `{"error":"rewrite_error","reason":"Invalid path."}`},
