@@ -359,18 +359,21 @@ func rwJSONParam(k string) bool {
 	return false
 }
 
-func (g *Gateway) parseRulePath(p string, dots *int) ([]rwPart, error) {
+// parseRulePath reads a rule's from or to; its third ".." is refused
+// (chttpd/secure_rewrites).
+func (g *Gateway) parseRulePath(p string) ([]rwPart, error) {
 	var out []rwPart
+	dots := 0
 	for _, s := range strings.Split(p, "/") {
 		switch {
 		case s == "":
 		case s == "*":
 			out = append(out, rwPart{all: true})
 		case s == "..":
-			if *dots == 2 && g.secureRewrites() {
+			if dots == 2 && g.secureRewrites() {
 				return nil, newErr(500, "insecure_rewrite_rule", "too many ../.. segments")
 			}
-			*dots++
+			dots++
 			out = append(out, rwPart{lit: s})
 		case s[0] == ':':
 			out = append(out, rwPart{lit: s[1:], bind: true})
@@ -397,7 +400,6 @@ func (g *Gateway) rewriteRules(rq *req, db, ddocID string, raw json.RawMessage, 
 		var rl rwRule
 		var from, to *string
 		methodSet := false
-		dots := 0
 		for _, f := range fields {
 			var s string
 			isStr := json.Unmarshal(f.v, &s) == nil
@@ -445,7 +447,7 @@ func (g *Gateway) rewriteRules(rq *req, db, ddocID string, raw json.RawMessage, 
 			rl.from = []rwPart{{all: true}}
 		} else {
 			var err error
-			if rl.from, err = g.parseRulePath(*from, &dots); err != nil {
+			if rl.from, err = g.parseRulePath(*from); err != nil {
 				return err
 			}
 		}
@@ -453,7 +455,7 @@ func (g *Gateway) rewriteRules(rq *req, db, ddocID string, raw json.RawMessage, 
 			return newErr(500, "error", "invalid_rewrite_target")
 		}
 		var err error
-		if rl.to, err = g.parseRulePath(*to, &dots); err != nil {
+		if rl.to, err = g.parseRulePath(*to); err != nil {
 			return err
 		}
 		rules = append(rules, rl)

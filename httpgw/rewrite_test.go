@@ -204,6 +204,10 @@ var rewriteSteps = []ddocStep{
 	{method: "GET", path: "/{db}/_design/noto/_rewrite/a", status: 500, want: `{"error":"error","reason":"invalid_rewrite_target"}`},
 	{method: "PUT", path: "/{db}/_design/up3", body: `{"rewrites":[{"from":"a","to":"../../doc1"},{"from":"b","to":"../../../_all_dbs"}]}`, status: 201},
 	{method: "GET", path: "/{db}/_design/up3/_rewrite/a", status: 500, want: `{"error":"insecure_rewrite_rule","reason":"too many ../.. segments"}`},
+	// a ".." of from and two of to: each path is counted alone
+	{method: "PUT", path: "/{db}/_design/up2", body: `{"rewrites":[{"from":"../a","to":"../../doc1"}]}`, status: 201},
+	{method: "GET", path: "/{db}/_design/up2/_rewrite/a", status: 404, want: `{"error":"not_found","reason":"missing"}`},
+	{method: "GET", path: "/{db}/_design/up2/_rewrite/../a", status: 200, want: `{"_id":"doc1","_rev":"1-23202479633c2b380f79507a776743d5","a":1}`},
 	{method: "PUT", path: "/{db}/_design/syn", body: `{"rewrites":"function(req) { return {path: ; }"}`, status: 201},
 	{method: "GET", path: "/{db}/_design/syn/_rewrite/a", status: 500, err: "compilation_error"},
 	{method: "PUT", path: "/{db}/_design/notfn", body: `{"rewrites":"42"}`, status: 201},
