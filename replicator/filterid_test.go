@@ -160,6 +160,20 @@ func runFilterFetchErrors(t *testing.T, base, user, pw string, local bool) {
 	if st, _ := do("GET", "/ftgt", nil); st != 404 {
 		t.Errorf("a replication without its filter created its target (%d)", st)
 	}
+	// a _replicator doc: state error, no id, the reason as info.error
+	if st, out := do("PUT", "/_replicator/fe", map[string]any{"source": src("fsrc"), "target": src("ftgt"), "create_target": true, "filter": "nope/pick"}); st != 201 {
+		t.Fatalf("PUT the _replicator doc: %d %v", st, out)
+	}
+	var d map[string]any
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if _, d = do("GET", "/_scheduler/docs/_replicator/fe", nil); d["state"] == "error" {
+			break
+		}
+	}
+	info, _ := d["info"].(map[string]any)
+	if n, _ := d["error_count"].(float64); d["state"] != "error" || d["id"] != nil || info["error"] != cases[0].reason || n < 1 {
+		t.Errorf("the _replicator doc: %v\nwant state error, error %s", d, cases[0].reason)
+	}
 }
 
 func TestFilterFetchErrors(t *testing.T) {
