@@ -401,7 +401,7 @@ func (g *Gateway) handleViewCleanup(rq *req, db string) error {
 // designPath names what a design doc serves under it (not an attachment).
 func designPath(s string) bool {
 	switch s {
-	case "_view", "_info", "_show", "_list", "_update":
+	case "_view", "_info", "_show", "_list", "_update", "_rewrite":
 		return true
 	}
 	return false

@@ -312,6 +312,8 @@ func (g *Gateway) handleDesignPath(rq *req, db, ddocID string, rest []string) er
 		return g.handleList(rq, db, ddocID, rest[1:])
 	case "_update":
 		return g.handleUpdate(rq, db, ddocID, rest[1:])
+	case "_rewrite":
+		return g.handleRewrite(rq, db, ddocID, rest[1:])
 	}
 	return errMissing
 }

@@ -53,6 +53,10 @@ type Config struct {
 	// Filters runs design-doc filters for this node's databases (nil: a
 	// replication with one from a local source fails).
 	Filters FilterFunc
+	// FilterRecheck is how often a running _replicator doc's design-doc
+	// filter is read again from its source, to find an edited function
+	// (0: a minute, as CouchDB's filter_backoff).
+	FilterRecheck time.Duration
 }
 
 // Scheduler runs replication jobs: those of _replicator docs, watched by
@@ -97,6 +101,8 @@ type entry struct {
 	pid           *actor.PID
 	stop          context.CancelFunc
 	waiters       []chan JobEvent
+	// filterChecked: when the doc's design-doc filter was last read
+	filterChecked time.Time
 }
 
 // Start starts the scheduler and its _replicator watcher.
@@ -180,6 +186,7 @@ func (w *watcher) Receive(ctx actor.Context) {
 			return
 		}
 		w.poll()
+		w.s.refreshFilters()
 		w.s.schedule()
 		ctx.Send(ctx.Self(), watchNext{})
 	}
@@ -224,6 +231,9 @@ func (s *Scheduler) docChanged(id, rev string, deleted bool, body []byte) {
 	if len(id) > 0 && id[0] == '_' {
 		return // design docs
 	}
+	// a design-doc filter's source is part of the id: read first, the
+	// scheduler not locked
+	code, fetchErr := s.docFilterCode(id, deleted, body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.byDoc[id]
@@ -251,9 +261,17 @@ func (s *Scheduler) docChanged(id, rev string, deleted bool, body []byte) {
 		return
 	}
 	rep.ID = id
+	if rep.Filter != "" {
+		if fetchErr != nil {
+			s.filterFailed(old, id, rev, body, rep, fetchErr)
+			return
+		}
+		rep.FilterCode = code
+	}
 	repID := rep.FullID(s.cfg.ServerUUID)
 	if old != nil && old.repID == repID {
 		old.docRev, old.docBody = rev, body
+		old.filterChecked = time.Now()
 		if st.State == "completed" && old.state != "completed" {
 			s.stopJob(old)
 			old.state = "completed"
@@ -270,7 +288,7 @@ func (s *Scheduler) docChanged(id, rev string, deleted bool, body []byte) {
 		return
 	}
 	e := &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, docID: id, docRev: rev, docBody: body,
-		state: "pending", startTime: time.Now(), stats: &pb.RepStats{}}
+		state: "pending", startTime: time.Now(), stats: &pb.RepStats{}, filterChecked: time.Now()}
 	e.event("added", "")
 	if st.State == "completed" {
 		e.state = "completed"

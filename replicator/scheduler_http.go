@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"time"
 
@@ -16,6 +17,14 @@ func (s *Scheduler) Replicate(ctx context.Context, body []byte) (int, []byte) {
 	rep, err := ParseRep(body)
 	if err != nil {
 		return jsonErr(400, "bad_request", err.Error())
+	}
+	// the id hashes a design-doc filter's source: read before the lock
+	if err := s.fetchFilter(ctx, rep); err != nil {
+		var fe *FilterFetchError
+		if errors.As(err, &fe) {
+			return jsonErr(404, "not_found", fe.Reason)
+		}
+		return jsonErr(500, "replication_failed", err.Error())
 	}
 	s.mu.Lock()
 	if rep.Cancel {
@@ -87,7 +96,7 @@ func jsonErr(status int, code, reason string) (int, []byte) {
 
 func (s *Scheduler) info(e *entry) any {
 	switch e.state {
-	case "crashing", "failed":
+	case "crashing", "failed", "error":
 		return map[string]any{"error": e.errMsg}
 	case "pending":
 		if e.errMsg != "" {

@@ -133,8 +133,13 @@ type Rep struct {
 	selector       *mango.Selector
 	// Filter is a source design doc's filter ("ddoc/name"), QueryParams
 	// the req.query it is given (query_params, values as strings).
-	Filter           string
-	QueryParams      map[string]string
+	Filter      string
+	QueryParams map[string]string
+	// FilterCode is the filter function's source as the source database
+	// has it, read when the replication id is computed (FetchFilterCode);
+	// the id hashes it, so an edited filter is another replication, as
+	// CouchDB's.
+	FilterCode       string
 	SinceSeq         string // raw JSON
 	WorkerProcesses  int
 	WorkerBatchSize  int
@@ -296,9 +301,10 @@ func ParseRep(b []byte) (*Rep, error) {
 const RepIDVersion = 4
 
 // BaseID is the replication id without options, as CouchDB's v4: md5 over
-// the server uuid, both endpoints and the filter (doc_ids, selector,
-// since_seq). Continuous and create_target do not change it, so a one-shot
-// run resumes from a continuous run's checkpoint and vice versa.
+// the server uuid, both endpoints and the filter (doc_ids, selector, a
+// design doc filter's source and query_params, since_seq). Continuous and
+// create_target do not change it, so a one-shot run resumes from a
+// continuous run's checkpoint and vice versa.
 func (r *Rep) BaseID(serverUUID string) string {
 	term := []any{serverUUID, r.Source.idTerm(), r.Target.idTerm()}
 	switch {
@@ -309,10 +315,13 @@ func (r *Rep) BaseID(serverUUID string) string {
 		var v any
 		_ = json.Unmarshal(r.Selector, &v)
 		term = append(term, "selector", v)
+	case r.Filter != "" && r.FilterCode != "":
+		// as CouchDB's: the function's source (not its name) and the
+		// parameters, so an edited filter starts a new replication and
+		// the same function under another name resumes the old one
+		term = append(term, "filter_code", r.FilterCode, r.QueryParams)
 	case r.Filter != "":
-		// CouchDB also hashes the filter function's source, read from
-		// the source; settee hashes its name and parameters (an edited
-		// filter function resumes from the same checkpoint)
+		// not read from the source (an id computed without it)
 		term = append(term, "filter", r.Filter, r.QueryParams)
 	}
 	if r.SinceSeq != "" {
