@@ -580,7 +580,7 @@ func (m *mangoRun) unindexed(ctx context.Context, body []byte, want []int) error
 		return fmt.Errorf("%w: unindexed find %s: %d docs, want %d", ErrCount, body, len(a.docs), len(want))
 	}
 	for k, doc := range a.docs {
-		if doc.id != docID(want[k]) || doc.r != mangoRare || doc.has != hasID|hasR {
+		if doc.id != docID(want[k]) || doc.r != mangoRare || doc.has != hasID|hasR || doc.fields != 2 {
 			return fmt.Errorf("%w: unindexed find %s: doc %d is %+v, want %s with r %d and no other field", ErrResponse, body, k, doc, docID(want[k]), mangoRare)
 		}
 	}
