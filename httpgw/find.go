@@ -218,38 +218,10 @@ func (g *Gateway) writeExplain(rq *req, db string, q *findQuery) error {
 	f := q.f
 	index, mrargs := q.plan.Explain()
 	sel, _ := json.Marshal(f.Selector)
-	sortObj := mango.Object{}
-	for _, s := range f.Sort {
-		dir := "asc"
-		if s.Desc {
-			dir = "desc"
-		}
-		sortObj = append(sortObj, mango.Member{Key: s.Name, Value: dir})
-	}
-	fields := f.Fields
-	if fields == nil {
-		fields = []string{}
-	}
-	bookmark := f.Bookmark
-	if bookmark == "" {
-		bookmark = "nil"
-	}
-	var stale any = false
-	if f.Stale != "" {
-		stale = f.Stale
-	}
-	partition := f.Partition
-	opts := mango.Object{
-		{Key: "use_index", Value: f.UseIndex}, {Key: "bookmark", Value: bookmark}, {Key: "limit", Value: f.Limit},
-		{Key: "skip", Value: f.Skip}, {Key: "sort", Value: sortObj}, {Key: "fields", Value: fields},
-		{Key: "partition", Value: partition}, {Key: "r", Value: f.R}, {Key: "conflicts", Value: f.Conflicts},
-		{Key: "stale", Value: stale}, {Key: "update", Value: f.Update}, {Key: "stable", Value: f.Stable},
-		{Key: "execution_stats", Value: f.ExecutionStats}, {Key: "allow_fallback", Value: f.AllowFallback},
-	}
 	out := mango.Object{
 		{Key: "dbname", Value: db}, {Key: "index", Value: index}, {Key: "partitioned", Value: false},
-		{Key: "selector", Value: json.RawMessage(sel)}, {Key: "opts", Value: opts},
-		{Key: "limit", Value: f.Limit}, {Key: "skip", Value: f.Skip}, {Key: "fields", Value: fields},
+		{Key: "selector", Value: json.RawMessage(sel)}, {Key: "opts", Value: f.ExplainOpts()},
+		{Key: "limit", Value: f.ExplainLimit()}, {Key: "skip", Value: f.Skip}, {Key: "fields", Value: f.ExplainFields()},
 	}
 	if mrargs != nil {
 		out = append(out, mango.Member{Key: "mrargs", Value: mrargs}, mango.Member{Key: "covering", Value: q.plan.Covering})
@@ -290,9 +262,6 @@ func (w *findWriter) doc(b []byte) error {
 // runFind runs a planned query and streams its docs.
 func (g *Gateway) runFind(rq *req, db string, q *findQuery) error {
 	f := q.f
-	if err := mango.FieldsError(f.Fields); err != nil {
-		return mangoErr(err)
-	}
 	after, err := decodeBookmark(f.Bookmark)
 	if err != nil {
 		return err
@@ -316,6 +285,12 @@ func (g *Gateway) runFind(rq *req, db string, q *findQuery) error {
 		if skip > 0 {
 			skip--
 			return true, nil
+		}
+		if st.results == 0 {
+			// CouchDB finds a bad field when it projects its first doc
+			if err := f.ProjectionError(); err != nil {
+				return false, mangoErr(err)
+			}
 		}
 		var out []byte
 		if len(f.Fields) == 0 && render != nil {

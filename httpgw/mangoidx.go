@@ -38,19 +38,39 @@ func (g *Gateway) readMangoIndexes(rq *req, db string) ([]mangoIndex, error) {
 		if !bytes.Contains(body, []byte(`"query"`)) {
 			return // not a query-language design doc: no need to parse
 		}
-		def, err := g.designs.Parse(id, body)
-		if err != nil || def.Language != "query" {
+		idxs, err := mango.ParseIndexDesign(withMembers(body, "_id", id), false)
+		if err != nil {
 			return
 		}
-		for _, v := range def.Views {
-			ix, err := mango.ParseIndexView(id, v.Name, []byte(v.Map), def.Options)
-			if err != nil {
-				continue
-			}
-			out = append(out, mangoIndex{ix: ix, ddoc: append([]byte(nil), body...)})
+		ddoc := append([]byte(nil), body...)
+		for _, ix := range idxs {
+			out = append(out, mangoIndex{ix: ix, ddoc: ddoc})
 		}
 	})
 	return out, err
+}
+
+// withMembers is a stored body (a JSON object) with members put first:
+// name, value pairs, the values strings.
+func withMembers(body []byte, kv ...string) []byte {
+	out := []byte{'{'}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = docjson.AppendString(out, kv[i])
+		out = append(out, ':')
+		out = docjson.AppendString(out, kv[i+1])
+	}
+	rest := bytes.TrimSpace(body)
+	if len(rest) > 1 && rest[0] == '{' {
+		rest = bytes.TrimSpace(rest[1:])
+		if len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, rest...)
+	}
+	return append(out, '}')
 }
 
 // handleIndex serves /db/_index, /db/_index/_bulk_delete and
@@ -135,10 +155,6 @@ func (g *Gateway) createIndex(rq *req, db string) error {
 	if err != nil {
 		return mangoErr(err)
 	}
-	view, err := json.Marshal(ir.View())
-	if err != nil {
-		return err
-	}
 	answer := func(result string) error {
 		b, _ := json.Marshal(mango.Object{{Key: "result", Value: result}, {Key: "id", Value: ir.DDoc}, {Key: "name", Value: ir.Name}})
 		return g.writeJSON(rq, 200, append(b, '\n'))
@@ -149,31 +165,15 @@ func (g *Gateway) createIndex(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		var doc []byte
-		if cur == nil {
-			doc = ir.DesignDoc()
-		} else {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(cur, &m) != nil {
-				return newErr(400, "invalid_design_doc", "the design doc "+ir.DDoc+" is not an object")
-			}
-			var lang string
-			_ = json.Unmarshal(m["language"], &lang)
-			if lang != "query" {
-				return newErr(400, "invalid_design_doc", "The design doc "+ir.DDoc+" is not a query design doc; pick another ddoc for the index")
-			}
-			vs := map[string]json.RawMessage{}
-			if len(m["views"]) > 0 {
-				_ = json.Unmarshal(m["views"], &vs)
-			}
-			if old, ok := vs[ir.Name]; ok && sameJSON(old, view) {
-				return answer("exists")
-			}
-			vs[ir.Name] = view
-			m["views"], _ = json.Marshal(vs)
-			m["_id"], _ = json.Marshal(ir.DDoc)
-			m["_rev"], _ = json.Marshal(rev)
-			doc, _ = json.Marshal(m)
+		doc, exists, err := ir.AddTo(cur)
+		if err != nil {
+			return mangoErr(err)
+		}
+		if exists {
+			return answer("exists")
+		}
+		if cur != nil {
+			doc = withMembers(doc, "_id", ir.DDoc, "_rev", rev)
 		}
 		err = g.saveDDoc(rq, db, doc)
 		if errors.Is(err, coordinator.ErrConflict) && attempt < 5 {
@@ -331,17 +331,6 @@ func (g *Gateway) saveDDoc(rq *req, db string, doc []byte) error {
 	}
 	_, err = g.saveUpdated(rq, db, d)
 	return err
-}
-
-// sameJSON compares two JSON texts as values.
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }
 
 // mangoErr is a mango request or plan error as CouchDB answers it.
