@@ -39,12 +39,17 @@ type counts struct {
 }
 
 type viewCounts struct {
-	prefix  []byte
-	it      *badger.Iterator // committed anchors, reverse
-	added   [][]byte         // anchors added in the batch (suffixes), sorted
-	removed map[string]bool  // committed anchors removed in the batch
-	delta   map[string]int64 // by anchor suffix ("" the head)
-	set     map[string]uint64
+	prefix []byte
+	// committed is the view's anchors as committed (suffixes, sorted):
+	// the indexer keeps them in memory (index.anchors), so a row's
+	// bucket is a binary search, not a reverse seek in badger (which
+	// steps back through its memtable in O(log n) a step: half a
+	// build's CPU)
+	committed [][]byte
+	added     [][]byte         // anchors added in the batch (suffixes), sorted
+	removed   map[string]bool  // committed anchors removed in the batch
+	delta     map[string]int64 // by anchor suffix ("" the head)
+	set       map[string]uint64
 }
 
 func (x *index) newCounts(txn *badger.Txn) *counts {
@@ -55,29 +60,73 @@ func (c *counts) view(v int) *viewCounts {
 	vc := c.views[v]
 	if vc == nil {
 		prefix := c.x.ks.anchorPrefix(v)
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		opts.Reverse = true
-		opts.PrefetchValues = false
-		vc = &viewCounts{prefix: prefix, it: c.txn.NewIterator(opts), removed: map[string]bool{},
+		vc = &viewCounts{prefix: prefix, committed: c.x.committedAnchors(c.txn, v), removed: map[string]bool{},
 			delta: map[string]int64{}, set: map[string]uint64{}}
 		c.views[v] = vc
 	}
 	return vc
 }
 
+// committedAnchors is view v's committed anchors, read from txn the first
+// time (the indexer is the index's only writer, so what it read stays
+// true but for its own commits, which commit apply).
+func (x *index) committedAnchors(txn *badger.Txn, v int) [][]byte {
+	if a, ok := x.anchors[v]; ok {
+		return a
+	}
+	prefix := x.ks.anchorPrefix(v)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	var out [][]byte
+	for it.Seek(prefix); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) > len(prefix) { // the head bucket has the empty suffix
+			out = append(out, append([]byte(nil), k[len(prefix):]...))
+		}
+	}
+	if x.anchors == nil {
+		x.anchors = map[int][][]byte{}
+	}
+	x.anchors[v] = out
+	return out
+}
+
+// commit makes the batch's anchors the committed ones, once its
+// transaction has committed.
+func (c *counts) commit() {
+	for v, vc := range c.views {
+		if len(vc.added) == 0 && len(vc.removed) == 0 {
+			continue
+		}
+		next := make([][]byte, 0, len(vc.committed)+len(vc.added))
+		for _, a := range vc.committed {
+			if !vc.removed[string(a)] {
+				next = append(next, a)
+			}
+		}
+		next = append(next, vc.added...)
+		slices.SortFunc(next, bytes.Compare)
+		next = slices.CompactFunc(next, bytes.Equal)
+		c.x.anchors[v] = next
+	}
+}
+
 // bucketOf is the suffix of the anchor whose bucket holds suffix: the
 // greatest anchor <= suffix (< with below), "" for the head.
 func (vc *viewCounts) bucketOf(suffix []byte, below bool) string {
 	best := ""
-	seek := append(append([]byte{}, vc.prefix...), suffix...)
-	for vc.it.Seek(seek); vc.it.Valid(); vc.it.Next() {
-		k := vc.it.Item().Key()[len(vc.prefix):]
-		if below && bytes.Equal(k, suffix) || vc.removed[string(k)] {
-			continue
+	j, hit := slices.BinarySearchFunc(vc.committed, suffix, bytes.Compare)
+	if hit && !below {
+		j++
+	}
+	for j--; j >= 0; j-- {
+		if !vc.removed[string(vc.committed[j])] {
+			best = string(vc.committed[j])
+			break
 		}
-		best = string(k)
-		break
 	}
 	i, found := slices.BinarySearchFunc(vc.added, suffix, bytes.Compare)
 	if found && !below {
@@ -91,16 +140,14 @@ func (vc *viewCounts) bucketOf(suffix []byte, below bool) string {
 
 // nextAnchor is the first anchor after suffix, nil when none.
 func (c *counts) nextAnchor(vc *viewCounts, suffix []byte) []byte {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = vc.prefix
-	opts.PrefetchValues = false
-	it := c.txn.NewIterator(opts)
-	defer it.Close()
 	var next []byte
-	for it.Seek(append(append(append([]byte{}, vc.prefix...), suffix...), 0)); it.Valid(); it.Next() {
-		k := it.Item().Key()[len(vc.prefix):]
-		if !vc.removed[string(k)] {
-			next = append([]byte(nil), k...)
+	j, hit := slices.BinarySearchFunc(vc.committed, suffix, bytes.Compare)
+	if hit {
+		j++
+	}
+	for ; j < len(vc.committed); j++ {
+		if !vc.removed[string(vc.committed[j])] {
+			next = vc.committed[j]
 			break
 		}
 	}
@@ -172,9 +219,6 @@ func (c *counts) current(vc *viewCounts, key string) (uint64, error) {
 
 // flush writes the batch's counts and closes its iterators.
 func (c *counts) flush() error {
-	for _, vc := range c.views {
-		vc.it.Close()
-	}
 	for v, vc := range c.views {
 		// a bucket whose rows changed loses its kept reduction (a query
 		// computes it again)

@@ -68,6 +68,10 @@ type index struct {
 	sinceWrite func() time.Duration
 	tasks      *tasks.Registry // nil: builds are not listed
 	shardName  string          // as _active_tasks names the copy
+	// anchors are the views' committed count-bucket anchors, by view,
+	// loaded on a build's first use (counts.go); the indexer's goroutine
+	// alone touches them. nil after a failed or dropped write: read again.
+	anchors map[int][][]byte
 }
 
 // loadCheckpoint reads where the index is (zero for a new one).
@@ -154,8 +158,9 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 	next.Counts = append([]uint64(nil), cp.Counts...)
 	next.Seq = last
 	next.Gen++
+	var cnt *counts
 	err := storage.Update(x.db, func(txn *badger.Txn) error {
-		cnt := x.newCounts(txn)
+		cnt = x.newCounts(txn)
 		for _, d := range todo {
 			dk := x.ks.doc(d.id)
 			// the doc's old rows go
@@ -227,8 +232,10 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 		return txn.Set(x.ks.checkpoint(), b)
 	})
 	if err != nil {
+		x.anchors = nil
 		return cp, false, fmt.Errorf("views: write: %w", err)
 	}
+	cnt.commit()
 	return next, reply.More, nil
 }
 
@@ -335,6 +342,7 @@ func (x *index) purges(cp checkpoint) (checkpoint, bool, error) {
 	}
 	if gap {
 		x.log.Warn("view index behind trimmed purge infos: rebuilding it", "purge_seq", cp.PurgeSeq)
+		x.anchors = nil
 		if err := storage.DropPrefix(x.db, x.ks.p); err != nil {
 			return cp, false, err
 		}
@@ -356,8 +364,9 @@ func (x *index) purges(cp checkpoint) (checkpoint, bool, error) {
 	next.Counts = append([]uint64(nil), cp.Counts...)
 	next.PurgeSeq = infos[len(infos)-1].PurgeSeq
 	next.Gen++
+	var cnt *counts
 	err = storage.Update(x.db, func(txn *badger.Txn) error {
-		cnt := x.newCounts(txn)
+		cnt = x.newCounts(txn)
 		for _, id := range ids {
 			if live[id] {
 				continue
@@ -376,8 +385,10 @@ func (x *index) purges(cp checkpoint) (checkpoint, bool, error) {
 		return txn.Set(x.ks.checkpoint(), b)
 	})
 	if err != nil {
+		x.anchors = nil
 		return cp, false, fmt.Errorf("views: purge: %w", err)
 	}
+	cnt.commit()
 	return next, true, nil
 }
 
