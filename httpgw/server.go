@@ -223,7 +223,9 @@ func requestID(r *http.Request) string {
 // long as they need (each page still has its own bound).
 func longRequest(r *http.Request) bool {
 	p := r.URL.Path
-	for _, suffix := range []string{"/_changes", "/_all_docs", "/_design_docs", "/_local_docs", "/_all_docs/queries"} {
+	// _find reads an index (waiting for its build, as a view query) or
+	// scans the database
+	for _, suffix := range []string{"/_changes", "/_all_docs", "/_design_docs", "/_local_docs", "/_all_docs/queries", "/_find"} {
 		if strings.HasSuffix(p, suffix) {
 			return true
 		}
