@@ -161,9 +161,9 @@ type pgDoc struct {
 
 const (
 	pgKeys       = 400 // k in [0, pgKeys)
-	pgLo, pgHi   = 100, 300
-	pgLimit      = 7
-	pgMaxWrites  = 160
+	pgLo, pgHi   = 100, 250
+	pgLimit      = 10
+	pgMaxWrites  = 100
 	pgInitialDoc = 3 // initial docs per key step (equal keys: ties broken by id)
 )
 
