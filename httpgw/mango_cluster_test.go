@@ -25,14 +25,25 @@ import (
 // every match once; the _all_docs fallback the same; _explain and the
 // index list the same. Then the third node stops: the same answers
 // through the other two, then writes through one of them (new docs,
-// deletes, edits that move docs in the index) show through both once the
-// indexes catch up; the third node restarts and answers the same.
-func TestMangoCluster(t *testing.T) {
+// deletes, edits that move docs in the index, and a new index) show
+// through both once the indexes catch up; the third node restarts and
+// answers the same.
+//
+// With n=3 every node holds every range and reads its own copies.
+func TestMangoCluster(t *testing.T) { mangoCluster(t, 3) }
+
+// TestMangoClusterTwoCopies is TestMangoCluster with n=2 (as in
+// TestViewsClusterNodeDown): some ranges have no copy on the node asked,
+// so the index rows and docs come from another node's copy, and with the
+// third node down from the one copy left.
+func TestMangoClusterTwoCopies(t *testing.T) { mangoCluster(t, 2) }
+
+func mangoCluster(t *testing.T, n int) {
 	start := time.Now()
 	c := testcluster.New(t, 3)
 	c.Join()
-	const db = "mango-cluster"
-	if st, b := c.Do(0, "PUT", "/"+db+"?q=4&n=3", ""); st != 201 {
+	db := fmt.Sprintf("mango-cluster-n%d", n)
+	if st, b := c.Do(0, "PUT", fmt.Sprintf("/%s?q=4&n=%d", db, n), ""); st != 201 {
 		t.Fatalf("create %s: %d %s", db, st, b)
 	}
 	for _, ix := range []string{
@@ -79,6 +90,11 @@ func TestMangoCluster(t *testing.T) {
 	}
 
 	m.change(t, c, 1, db)
+	// a new index, made through the other live node
+	if st, b := c.Do(0, "POST", "/"+db+"/_index", `{"index":{"fields":["v"]},"name":"by-v","ddoc":"mc-v"}`); st != 200 || !strings.Contains(string(b), `"created"`) {
+		t.Fatalf("_index by-v with %s down: %d %s", c.Name(2), st, b)
+	}
+	m[mcByV] = &mcDoc{id: mcByV, deleted: true} // the model's mark: by-v is there
 	written := time.Now()
 	for _, i := range live {
 		c.WaitFor(20*time.Second, func() error {
@@ -107,8 +123,11 @@ type mcDoc struct {
 	deleted bool
 }
 
-// mcModel is the docs the database should hold, by id.
+// mcModel is the docs the database should hold, by id (and mcByV, a
+// deleted doc standing for the index by-v, once made).
 type mcModel map[string]*mcDoc
+
+const mcByV = "_design/mc-v"
 
 func (m mcModel) put(t *testing.T, c *testcluster.Cluster, node int, db string, docs []*mcDoc) {
 	t.Helper()
@@ -122,7 +141,7 @@ func (m mcModel) put(t *testing.T, c *testcluster.Cluster, node int, db string, 
 			body = append(body, fmt.Sprintf(`{"_id":%q%s,"_deleted":true}`, d.id, rev))
 			continue
 		}
-		body = append(body, fmt.Sprintf(`{"_id":%q%s,"n":%d,"g":%q,"v":%d}`, d.id, rev, d.n, d.g, d.v))
+		body = append(body, fmt.Sprintf(`{"_id":%q%s,"n":%d,"g":%q,"v":%d,"w":%d}`, d.id, rev, d.n, d.g, d.v, d.v))
 	}
 	st, b := c.Do(node, "POST", "/"+db+"/_bulk_docs", `{"docs":[`+strings.Join(body, ",")+`]}`)
 	var res []bulkResult
@@ -187,6 +206,7 @@ type mcQuery struct {
 
 func (m mcModel) queries() []mcQuery {
 	var live []*mcDoc
+	_, byV := m[mcByV]
 	for _, d := range m {
 		if !d.deleted {
 			live = append(live, d)
@@ -224,8 +244,14 @@ func (m mcModel) queries() []mcQuery {
 	qs = append(qs, mcQuery{"g=c by g,n desc", `"selector":{"g":"c","n":{"$lte":100}},"sort":[{"g":"desc"},{"n":"desc"}],"fields":["_id","n"]`,
 		pick(func(d *mcDoc) bool { return d.g == "c" && d.n <= 100 })})
 	sort.Slice(live, func(i, j int) bool { return live[i].id < live[j].id })
-	qs = append(qs, mcQuery{"_all_docs fallback", `"selector":{"v":{"$gte":50,"$lt":320}},"fields":["_id","n"]`,
+	// w is v again, never indexed
+	qs = append(qs, mcQuery{"_all_docs fallback", `"selector":{"w":{"$gte":50,"$lt":320}},"fields":["_id","n"]`,
 		pick(func(d *mcDoc) bool { return d.v >= 50 && d.v < 320 })})
+	if byV {
+		sort.Slice(live, func(i, j int) bool { return live[i].v > live[j].v })
+		qs = append(qs, mcQuery{"v desc on by-v", `"selector":{"v":{"$lt":330}},"sort":[{"v":"desc"}],"fields":["_id","n"]`,
+			pick(func(d *mcDoc) bool { return d.v < 330 })})
+	}
 	return qs
 }
 
@@ -306,6 +332,8 @@ func mcCheck(c *testcluster.Cluster, live []int, i int, db string, m mcModel) (s
 			wantIx = "_all_docs"
 		case strings.HasPrefix(q.name, "g="):
 			wantIx = "by-gn"
+		case strings.HasPrefix(q.name, "v "):
+			wantIx = "by-v"
 		}
 		if ex.Index.Name != wantIx {
 			return "", fmt.Errorf("%s _explain through %s: index %q, want %q", q.name, c.Name(i), ex.Index.Name, wantIx)
