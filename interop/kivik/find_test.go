@@ -25,6 +25,7 @@ var findScenarios = []scenario{
 	{"FindBookmark", testFindBookmark},
 	{"FindNoIndex", testFindNoIndex},
 	{"FindExplain", testFindExplain},
+	{"FindIndexAsView", testFindIndexAsView},
 }
 
 func runFindScenarios(t *testing.T, e *env) {
@@ -62,8 +63,8 @@ type pet struct {
 }
 
 // findDB is a database of 30 pets: p00..p29, legs i%5 (ties in the
-// legs index broken by id), kind one of three, and a design doc _find
-// never answers.
+// legs index broken by id; the 6 with 0 legs have no legs field, pet's
+// omitempty), kind one of three, and a design doc _find never answers.
 func findDB(t *testing.T, e *env, prefix string) *kivik.DB {
 	t.Helper()
 	db := e.newDB(t, prefix)
@@ -391,4 +392,42 @@ func canon(t *testing.T, v any) string {
 		t.Fatalf("marshal %v: %v", v, err)
 	}
 	return string(b)
+}
+
+// testFindIndexAsView: a json index is a view of its design doc, and
+// CouchDB answers it through _view like any other: reduced, the _count
+// of its rows; unreduced, a row per doc that has the fields, key the
+// array of their values, value null.
+func testFindIndexAsView(t *testing.T, e *env) {
+	db := findDB(t, e, "findview")
+	must(t, "CreateIndex", db.CreateIndex(ctx(t), "pets", "by-legs", map[string]any{"fields": []string{"legs"}}))
+	// settee bug: GET /db/_design/pets/_view/by-legs?reduce=false (any
+	// query of a language "query" design doc's view) answers 500
+	// {"error":"unknown_query_language","reason":"query"}; CouchDB 3.5.2
+	// answers 200 {"total_rows":24,"offset":0,"rows":[{"id":"p01","key":[1],"value":null},...]}
+	// and, reduced, {"rows":[{"key":null,"value":24}]} (the 6 pets with
+	// no legs have no legs field, pet's omitempty: not in the index)
+	e.skipSettee(t, "settee bug: GET /db/_design/pets/_view/by-legs (a Mango index's view) answers 500 unknown_query_language \"query\"; CouchDB answers its rows (key [legs], value null) and _count")
+	rs := db.Query(ctx(t), "_design/pets", "by-legs", kivik.Param("reduce", false), kivik.Param("limit", 4), kivik.Param("descending", true))
+	var got []string
+	for rs.Next() {
+		id, _ := rs.ID()
+		var key []int
+		if err := rs.ScanKey(&key); err != nil {
+			t.Fatalf("Query by-legs: ScanKey: %v", err)
+		}
+		var v any
+		if err := rs.ScanValue(&v); err != nil || v != nil {
+			t.Errorf("Query by-legs: value %v %v, want null", v, err)
+		}
+		got = append(got, fmt.Sprintf("%s:%v", id, key))
+	}
+	must(t, "Query by-legs", rs.Err())
+	sameList(t, "Query by-legs reduce=false descending limit 4", got, []string{"p29:[4]", "p24:[4]", "p19:[4]", "p14:[4]"})
+	rs = db.Query(ctx(t), "_design/pets", "by-legs")
+	var n int
+	if !rs.Next() || rs.ScanValue(&n) != nil || n != 24 {
+		t.Errorf("Query by-legs reduced: %d %v, want the _count 24", n, rs.Err())
+	}
+	_ = rs.Close()
 }
