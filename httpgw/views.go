@@ -510,7 +510,9 @@ func (g *Gateway) runView(rq *req, db, ddocID string, ddoc []byte, def *views.De
 	if !ok {
 		return newErr(404, "not_found", "missing_named_view")
 	}
-	if def.Language != "javascript" {
+	if def.Language != "javascript" && def.Language != "query" {
+		// a Mango index ("query") is a view like another: its rows are
+		// [fields' values] -> null, its reduce _count
 		return newErr(500, "unknown_query_language", def.Language)
 	}
 	v := def.Views[vi]
