@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -90,6 +91,9 @@ func (c *Coordinator) docShard(ctx context.Context, db, id string) (*actor.PID, 
 // rather than at its deadline (a request in flight to a node that stopped
 // is never answered).
 func askCopy[T any](ctx context.Context, c *Coordinator, ref *pb.ShardRef, msg any) (T, error) {
+	if ref.Node != c.pl.Self() {
+		return askResending[T](ctx, c, ref, c.pl.PID(ref), msg)
+	}
 	var reply T
 	got := false
 	q := &quorum{c: c, wants: []want{{copies: []*pb.ShardRef{ref}, need: 1}}}
@@ -144,4 +148,68 @@ func askAllRanges[T replyWithError](ctx context.Context, c *Coordinator, db stri
 		out = append(out, r)
 	}
 	return out, rng, nil
+}
+
+// resendAfter is how long a read asked of one copy on another node goes
+// without an answer before it is asked again (then twice as long, up to
+// maxAsks asks). The reads asked so (a page of _all_docs, _changes or a
+// view, a doc) are idempotent, and the second ask of a slow one waits on
+// the same work; but a reply can be lost when the asking node has just
+// restarted (the other node's connection back to it is the dead
+// process's until it reconnects), and one ask alone would then wait out
+// the whole timeout: a _find through a restarted node waited 61 s in 2 of
+// 4 runs of TestMangoClusterTwoCopies.
+const (
+	resendAfter = 2 * time.Second
+	maxAsks     = 6 // 2+4+...+64 s covers the default timeout
+)
+
+// askResending asks one copy on another node (at pid) for a read, asking
+// again while no answer comes (resendAfter); the first answer wins. It
+// fails when every ask failed, when the copy's node is seen down, at the
+// timeout or with ctx.
+func askResending[T any](ctx context.Context, c *Coordinator, ref *pb.ShardRef, pid *actor.PID, msg any) (T, error) {
+	var zero T
+	deadline := time.NewTimer(actors.Timeout(ctx))
+	defer deadline.Stop()
+	live := time.NewTicker(liveCheck)
+	defer live.Stop()
+	g := actors.NewGather(c.root, maxAsks)
+	defer g.Close()
+	asked, wait := 1, resendAfter
+	g.Request(0, pid, msg)
+	resend := time.NewTimer(wait)
+	defer resend.Stop()
+	var lastErr error
+	for answered := 0; ; {
+		select {
+		case a := <-g.C():
+			answered++
+			if a.Err == nil {
+				if r, ok := a.Msg.(T); ok {
+					return r, nil
+				}
+				a.Err = fmt.Errorf("coordinator: unexpected reply %T", a.Msg)
+			}
+			lastErr = a.Err
+			if answered == asked {
+				return zero, lastErr
+			}
+		case <-resend.C:
+			if asked < maxAsks {
+				g.Request(asked, pid, msg)
+				asked++
+				wait *= 2
+				resend.Reset(wait)
+			}
+		case <-live.C:
+			if c.seenDown(ref) {
+				return zero, errDown(ref)
+			}
+		case <-deadline.C:
+			return zero, context.DeadlineExceeded
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	}
 }

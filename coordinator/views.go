@@ -326,6 +326,14 @@ func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
 			vc.compacting = reply.CompactRunning
 		}
 		if len(vc.rows) == 0 && vc.more {
+			// an empty page that goes on: ask from where it ended (asked
+			// again from the same bound, it would answer the same)
+			if vc.a.Descending {
+				q.End = vc.next
+			} else {
+				q.Start = vc.next
+			}
+			q.Update = "false"
 			continue
 		}
 		return nil
@@ -336,8 +344,7 @@ func (c *Coordinator) askView(ctx context.Context, q *pb.ViewQuery) (*pb.ViewRep
 	if q.Shard.Node == c.pl.Self() && c.views != nil {
 		return c.views.Query(ctx, q), nil
 	}
-	pid := actor.NewPID(c.pl.PID(q.Shard).Address, views.ProcessName)
-	return actors.Ask[*pb.ViewReply](ctx, c.root, pid, q)
+	return askResending[*pb.ViewReply](ctx, c, q.Shard, actor.NewPID(c.pl.PID(q.Shard).Address, views.ProcessName), q)
 }
 
 // viewHeap orders cursors by their current row's collated sort key.
