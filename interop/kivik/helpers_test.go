@@ -225,10 +225,13 @@ func eventually(t *testing.T, d time.Duration, what string, f func() error) {
 // of the answer.
 func answered(f func() error) error {
 	var err error
-	for range 5 {
+	for i := range 12 {
 		if err = f(); kivik.HTTPStatus(err) != http.StatusBadGateway {
 			return err
 		}
+		// five tries in a row met the broken pipe once (CI, CouchDB's
+		// side): a pause lets the next try's body go out before the answer
+		time.Sleep(time.Duration(i+1) * 20 * time.Millisecond)
 	}
 	return err
 }
