@@ -22,6 +22,12 @@ func TestViewsCluster(t *testing.T) {
 	c := testcluster.New(t, 3)
 	c.Join()
 	for i := range c.Nodes {
+		// the stale steps: no background refresh (see TestViews)
+		if st, b := c.Do(i, "PUT", "/_node/_local/_config/settee/view_background_refresh", `"false"`); st != 200 {
+			t.Fatalf("view_background_refresh off through node %d: %d %s", i, st, b)
+		}
+	}
+	for i := range c.Nodes {
 		db := fmt.Sprintf("views%d", i)
 		if st, b := c.Do(i, "PUT", "/"+db+"?q=4&n=3", ""); st != 201 {
 			t.Fatalf("create %s through node %d: %d %s", db, i, st, b)

@@ -210,7 +210,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
 	n.js = couchjs.New(couchjs.Config{Timeout: 5 * time.Second, Logger: log})
-	n.views = views.New(views.Config{DB: n.db, JS: n.js, Copies: n.cat, Logger: log, Go: n.reads.Go, SinceWrite: n.disk.SinceWrite, Tasks: n.tasks, Reclaim: n.disk.Reclaim})
+	n.views = views.New(views.Config{DB: n.db, JS: n.js, Copies: n.cat, Logger: log, Go: n.reads.Go, SinceWrite: n.disk.SinceWrite, Tasks: n.tasks, Reclaim: n.disk.Reclaim,
+		BackgroundRefresh: n.ViewBackgroundRefresh})
 	if err := n.views.Register(n.sys); err != nil {
 		return fail(err)
 	}

@@ -102,6 +102,7 @@ type nodeConfig struct {
 	requireNotUp   atomic.Bool
 	admins         atomic.Pointer[map[string]*auth.Credential]
 	requestTimeout atomic.Int64 // settee/request_timeout
+	noViewRefresh  atomic.Bool  // settee/view_background_refresh false
 	// gen counts writes, so readers can cache what they parse from a
 	// section (the gateway's CORS, auth and JWT settings) and parse again
 	// only after a change
@@ -147,6 +148,7 @@ func (n *Node) loadConfig() error {
 	st("couchdb", "database_dir", cfg.DataDir)
 	st(setteeSection, "memory_mb", strconv.Itoa(cfg.MemoryMB))
 	st(setteeSection, "request_timeout", cfg.RequestTimeout.String())
+	st(setteeSection, "view_background_refresh", "true")
 	st(setteeSection, "heartbeat_interval", cmpOr(cfg.HeartbeatInterval, DefaultHeartbeatInterval).String())
 	st(setteeSection, "node_down_after", cmpOr(cfg.NodeDownAfter, DefaultNodeDownAfter).String())
 	st(setteeSection, "node_addr", cfg.Cluster.NodeAddr)
@@ -212,6 +214,8 @@ func (n *Node) loadConfig() error {
 		// read by _find at each query (httpgw/find.go); 0 or none: off
 		"mango/max_docs_scanned":             {check: posInt(0, math.MaxInt32)},
 		"mango/index_scan_warning_threshold": {check: posInt(0, math.MaxInt32)},
+		// read by the views service's indexers at each refresh tick
+		"settee/view_background_refresh": {boolean, func(v string) { c.noViewRefresh.Store(v == "false") }},
 		"settee/request_timeout": {duration, func(v string) {
 			d, _ := time.ParseDuration(v)
 			c.requestTimeout.Store(int64(d))
@@ -490,6 +494,10 @@ func (n *Node) ReloadConfig() error { return nil }
 func (n *Node) RequireValidUser() (all, exceptUp bool) {
 	return n.conf.requireUser.Load(), n.conf.requireNotUp.Load()
 }
+
+// ViewBackgroundRefresh is settee/view_background_refresh: indexes
+// queried lately are kept current after writes.
+func (n *Node) ViewBackgroundRefresh() bool { return !n.conf.noViewRefresh.Load() }
 
 // RequestTimeout is settee/request_timeout (0: none).
 func (n *Node) RequestTimeout() time.Duration { return time.Duration(n.conf.requestTimeout.Load()) }

@@ -67,6 +67,7 @@ type index struct {
 	// write (nil: unknown); builds yield to writes (indexer.yield)
 	sinceWrite func() time.Duration
 	tasks      *tasks.Registry // nil: builds are not listed
+	refresh    func() bool     // the background refresh is on (nil: on)
 	shardName  string          // as _active_tasks names the copy
 	// anchors are the views' committed count-bucket anchors, by view,
 	// loaded on a build's first use (counts.go); the indexer's goroutine

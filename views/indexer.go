@@ -113,7 +113,7 @@ func (ix *indexer) run() {
 			ix.storeReductions(reds)
 			continue
 		case <-tick.C:
-			if time.Since(lastAsked) > keepWarm || ix.x.current(ix.checkpoint()) {
+			if time.Since(lastAsked) > keepWarm || (ix.x.refresh != nil && !ix.x.refresh()) || ix.x.current(ix.checkpoint()) {
 				continue
 			}
 		case <-ix.quit:

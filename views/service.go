@@ -42,6 +42,9 @@ type Config struct {
 	SinceWrite func() time.Duration
 	// Tasks lists the builds running (indexer tasks in _active_tasks).
 	Tasks *tasks.Registry
+	// BackgroundRefresh reports whether indexes queried lately are kept
+	// current after writes (settee/view_background_refresh); nil: they are.
+	BackgroundRefresh func() bool
 	// Reclaim makes the store give back what deleted keys hold
 	// (storage.Disk.Reclaim): an index's compaction. nil: nothing to do.
 	Reclaim func() error
@@ -324,7 +327,7 @@ func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, d
 		}
 		maps = js
 	}
-	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes,
+	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes, refresh: s.cfg.BackgroundRefresh,
 		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite,
 		tasks: s.cfg.Tasks, shardName: shardName(ref)}
 	ix, err := startIndexer(x, &s.wg)
