@@ -191,7 +191,9 @@ var filterSteps = []ddocStep{
 	{method: "POST", path: "/{db}/_changes?filter=f/body", body: `{"type":"b"}`, status: 200, want: `{"results":[{"seq":"5-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZc4EC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHOZwOYmGxtYphqZ49ScBQA--Cyp","id":"f4","changes":[{"rev":"1-abc"}]},{"seq":"7-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBNZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHOZweYmGxtYphqZ49ScBQA_niyr","id":"f2","changes":[{"rev":"1-abc"}]}],"last_seq":"9-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBNZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHNZweYmGxtYphqZ49ScBQA_7Cyt","pending":0}`},
 	{method: "GET", path: "/{db}/_changes?filter=f/this", status: 200, want: `{"results":[{"seq":"5-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZc4EC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHOZwOYmGxtYphqZ49ScBQA--Cyp","id":"f4","changes":[{"rev":"1-abc"}]},{"seq":"6-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZc4EC7EZJyZbm5sk4dREyMI8FSDI0AKn_KOYmGxtYphqZ49ScBQA_Hyyq","id":"f2","changes":[{"rev":"1-abc"}]}],"last_seq":"9-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBNZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHNZweYmGxtYphqZ49ScBQA_7Cyt","pending":0}`},
 	{method: "GET", path: "/{db}/_changes?filter=f/truthy", status: 200, want: `{"results":[{"seq":"2-g1AAAACIeJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_IHMTGbIAJqIjpA","id":"f1","changes":[{"rev":"1-abc"}]},{"seq":"4-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_KOYmGxtYphqZ49ScBQA-eSyo","id":"cf","changes":[{"rev":"1-bbbb"}]},{"seq":"5-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZc4EC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHOZwOYmGxtYphqZ49ScBQA--Cyp","id":"f4","changes":[{"rev":"1-abc"}]},{"seq":"6-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZc4EC7EZJyZbm5sk4dREyMI8FSDI0AKn_KOYmGxtYphqZ49ScBQA_Hyyq","id":"f2","changes":[{"rev":"1-abc"}]},{"seq":"7-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZc4EC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHNZwOYmGxtYphqZ49ScBQA_Riyr","id":"f3","changes":[{"rev":"1-abc"}]}],"last_seq":"9-g1AAAACveJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBNZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_UHNZweYmGxtYphqZ49ScBQA_7Cyt","pending":0}`},
-	{method: "GET", path: "/{db}/_changes?filter=f/by_type&type=a&limit=1", status: 200, want: `{"results":[{"seq":"2-g1AAAACIeJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_IHMTGbIAJqIjpA","id":"f1","changes":[{"rev":"1-abc"}]}],"last_seq":"2-g1AAAACIeJzLYWBgYMpgTmEQS84vTc5ISTI2NzOzdDA0MtczAELDHJB8IkNS_f___7MymBOZcoEC7EZJyZbm5sk4dREyMI8FSDI0AKn_IHMTGbIAJqIjpA","pending":6}`},
+	// (no filter with limit=1: CouchDB 3.5.2 answered f1 or cf, the two
+	// type-a docs of one _bulk_docs, from run to run, even on one shard;
+	// a filtered feed's limit is checked in changes_filter_test.go)
 	// errors
 	{method: "GET", path: "/{db}/_changes?filter=nope/by_type", status: 404, want: `{"error":"not_found","reason":"missing"}`},
 	{method: "GET", path: "/{db}/_changes?filter=f/nope", status: 404, want: `{"error":"not_found","reason":"missing json key: nope"}`},
@@ -502,10 +504,7 @@ func TestDDocFunctionsAsCouchDB(t *testing.T) {
 	// CouchDB's design doc cache has taken over 5 s to drop a removed
 	// validate_doc_update (2 runs in 5): a lagging step is asked again
 	// for up to 20 s; one that answers at once costs nothing
-	// one shard: a filtered _changes with limit=1 then answers the first
-	// change in seq order (with two, either shard's first came first: one
-	// CI run in three)
 	runDDocTables(t, cs.URL, cs.User, cs.Password, 20*time.Second, func(db string) {
-		runDDocSteps(t, cs.URL, cs.User, cs.Password, "", []ddocStep{{method: "PUT", path: "/" + db + "?q=1", status: 201}}, 0)
+		runDDocSteps(t, cs.URL, cs.User, cs.Password, "", []ddocStep{{method: "PUT", path: "/" + db, status: 201}}, 0)
 	})
 }
