@@ -627,7 +627,9 @@ var viewSteps = []viewStep{
 	{method: "GET", path: vw + "by_k?update_seq=true&limit=1", status: 200, want: `{"total_rows":28,"offset":0,"update_seq":"37-g1AAAABheJzLYWBgYMpgTmEQS84vTc5ISTIxMTM2dzA0MtczAELDHJB8HguQZGgAUv-BICtRiJCGRIakerBK4SwAj-Iagw","rows":[{"id":"n1","key":null,"value":103}]}`},
 	{method: "GET", path: vw + "by_k?update_seq=false&limit=1", status: 200, want: `{"total_rows":28,"offset":0,"rows":[{"id":"n1","key":null,"value":103}]}`},
 	// sorted=false: no total_rows nor offset, rows in any order
-	{method: "GET", path: vw + "by_k?sorted=false&key=3", status: 200, unordered: true, want: `{"rows":[
+	// CouchDB 3.5.2 answered this once with total_rows and offset (in CI):
+	// it may be asked again, and settles on its usual answer
+	{method: "GET", path: vw + "by_k?sorted=false&key=3", status: 200, unordered: true, lags: true, want: `{"rows":[
 		{"id":"c1","key":3,"value":201},
 		{"id":"d09","key":3,"value":9},
 		{"id":"d15","key":3,"value":15},
