@@ -294,71 +294,11 @@ func appendMangoDoc(dst []byte, gen *docGen, i, g, v int) []byte {
 	return gen.appendBody(dst)
 }
 
-// load writes the docs with _bulk_docs, Concurrency batches in flight, as
-// viewsRun.load does: bodies built by one producer at most PregenMB ahead.
+// load writes the docs with _bulk_docs (runner.loadDocs).
 func (m *mangoRun) load(ctx context.Context) error {
-	cfg := m.cfg
-	count := cfg.Docs
-	batchBytes := m.batch*(m.res.DocBytes+1) + 16
-	nb := (count + m.batch - 1) / m.batch
-	ahead := max(1, min(nb, cfg.PregenMB<<20/batchBytes))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan batch, ahead)
-	go func() {
-		defer close(work)
-		for b := 0; b < count; b += m.batch {
-			buf := make([]byte, 0, batchBytes)
-			buf = append(buf, `{"docs":[`...)
-			for i := b; i < min(b+m.batch, count); i++ {
-				if i > b {
-					buf = append(buf, ',')
-				}
-				buf = appendMangoDoc(buf, m.gen, i, m.g[i], m.v[i])
-			}
-			buf = append(buf, "]}"...)
-			select {
-			case work <- batch{docs: min(b+m.batch, count) - b, body: buf}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var (
-		done     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-		path     = m.dbPath + "/_bulk_docs"
-	)
-	stop := m.prog.track("load", int64(count), &done)
-	defer stop()
-	for range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf bytes.Buffer
-			for bt := range work {
-				st, err := m.c.roundTrip(ctx, http.MethodPost, path, "", bt.body, &buf)
-				if err == nil && st != http.StatusCreated && st != http.StatusAccepted {
-					err = statusError(http.MethodPost, path, st, buf.Bytes())
-				}
-				if err == nil && bytes.Contains(buf.Bytes(), []byte(`"error"`)) {
-					err = fmt.Errorf("%w: %s", ErrDocErrors, firstDocError(buf.Bytes()))
-				}
-				if err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-				done.Add(int64(bt.docs))
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	return m.loadDocs(ctx, 0, m.cfg.Docs, m.batch, m.res.DocBytes, "load", func(dst []byte, i int) []byte {
+		return appendMangoDoc(dst, m.gen, i, m.g[i], m.v[i])
+	})
 }
 
 // mangoIndexBody is the POST _index body.

@@ -369,33 +369,48 @@ func appendPad8(dst []byte, i int) []byte {
 	return append(dst, s...)
 }
 
-// load writes count new docs (indexes v.docs..) with _bulk_docs,
-// Concurrency batches in flight. Bodies are built by one producer (docGen
-// is not safe for concurrent use) and at most PregenMB ahead of the senders.
+// load writes count new docs (indexes v.docs..) with _bulk_docs
+// (runner.loadDocs).
 func (v *viewsRun) load(ctx context.Context, count int, name string) error {
-	cfg := v.cfg
 	lo, hi := v.docs, v.docs+count
-	batchBytes := v.batch*(v.res.DocBytes+1) + 16
-	nb := (count + v.batch - 1) / v.batch
+	err := v.loadDocs(ctx, lo, hi, v.batch, v.res.DocBytes, name, func(dst []byte, i int) []byte {
+		return appendViewDoc(dst, v.gen, i, v.g[i], v.n[i])
+	})
+	if err != nil {
+		return err
+	}
+	v.docs = hi
+	return nil
+}
+
+// loadDocs writes the docs lo..hi-1 (appendDoc renders one) with
+// _bulk_docs in batches of batch, Concurrency batches in flight. Bodies
+// are built by one producer (docGen is not safe for concurrent use) and at
+// most PregenMB ahead of the senders; docBytes sizes their buffers.
+func (r *runner) loadDocs(ctx context.Context, lo, hi, batchDocs, docBytes int, name string, appendDoc func(dst []byte, i int) []byte) error {
+	cfg := r.cfg
+	count := hi - lo
+	batchBytes := batchDocs*(docBytes+1) + 16
+	nb := (count + batchDocs - 1) / batchDocs
 	ahead := max(1, min(nb, cfg.PregenMB<<20/batchBytes))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan batch, ahead)
 	go func() {
 		defer close(work)
-		for b := lo; b < hi; b += v.batch {
+		for b := lo; b < hi; b += batchDocs {
 			// a fresh buffer per batch: the transport may still hold a sent body
 			buf := make([]byte, 0, batchBytes)
 			buf = append(buf, `{"docs":[`...)
-			for i := b; i < min(b+v.batch, hi); i++ {
+			for i := b; i < min(b+batchDocs, hi); i++ {
 				if i > b {
 					buf = append(buf, ',')
 				}
-				buf = appendViewDoc(buf, v.gen, i, v.g[i], v.n[i])
+				buf = appendDoc(buf, i)
 			}
 			buf = append(buf, "]}"...)
 			select {
-			case work <- batch{docs: min(b+v.batch, hi) - b, body: buf}:
+			case work <- batch{docs: min(b+batchDocs, hi) - b, body: buf}:
 			case <-ctx.Done():
 				return
 			}
@@ -406,9 +421,9 @@ func (v *viewsRun) load(ctx context.Context, count int, name string) error {
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
-		path     = v.dbPath + "/_bulk_docs"
+		path     = r.dbPath + "/_bulk_docs"
 	)
-	stop := v.prog.track(name, int64(count), &done)
+	stop := r.prog.track(name, int64(count), &done)
 	defer stop()
 	for range cfg.Concurrency {
 		wg.Add(1)
@@ -416,7 +431,7 @@ func (v *viewsRun) load(ctx context.Context, count int, name string) error {
 			defer wg.Done()
 			var buf bytes.Buffer
 			for bt := range work {
-				st, err := v.c.roundTrip(ctx, http.MethodPost, path, "", bt.body, &buf)
+				st, err := r.c.roundTrip(ctx, http.MethodPost, path, "", bt.body, &buf)
 				if err == nil && st != http.StatusCreated && st != http.StatusAccepted {
 					err = statusError(http.MethodPost, path, st, buf.Bytes())
 				}
@@ -435,11 +450,7 @@ func (v *viewsRun) load(ctx context.Context, count int, name string) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	v.docs = hi
-	return nil
+	return ctx.Err()
 }
 
 func (v *viewsRun) putDDoc(ctx context.Context, path, suffix string) error {
