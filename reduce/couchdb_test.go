@@ -115,13 +115,13 @@ func TestCouchDBReduce(t *testing.T) {
 			t.Fatalf("%d recorded answers, want %d: rerun with -reduce.record", len(rec), len(scenarios)*len(queries))
 		}
 		for _, a := range rec {
-			checkAnswer(t, a)
+			checkAnswer(t, a, false)
 		}
 	})
 	t.Run("live", func(t *testing.T) {
 		live := couchAnswers(t)
 		for _, a := range live {
-			checkAnswer(t, a)
+			checkAnswer(t, a, true)
 		}
 		if *record {
 			var b bytes.Buffer
@@ -154,8 +154,13 @@ func compact(t *testing.T, b []byte) string {
 	return out.String()
 }
 
-// checkAnswer computes a's answer from its map rows and compares.
-func checkAnswer(t *testing.T, a answer) {
+// checkAnswer computes a's answer from its map rows and compares. With
+// anyCause, an error row's caused_by is not compared: a live CouchDB
+// reduces each shard's rows and rereduces the shards in the order they
+// answer, so which bad value it names varies from run to run (it named
+// null once in CI where it usually names "bad"); the recorded answers
+// check caused_by.
+func checkAnswer(t *testing.T, a answer, anyCause bool) {
 	t.Helper()
 	name := a.Scenario + " " + a.Builtin + " " + a.Query
 	b, ok := Lookup(a.Builtin)
@@ -260,9 +265,36 @@ func checkAnswer(t *testing.T, a answer) {
 	for i, r := range res.Rows {
 		want[i] = compact(t, r)
 	}
+	if anyCause {
+		for i := range rows {
+			rows[i] = dropCause(t, rows[i])
+		}
+		for i := range want {
+			want[i] = dropCause(t, want[i])
+		}
+	}
 	if !slices.Equal(rows, want) {
 		t.Errorf("%s:\n got %s\nwant %s", name, rows, want)
 	}
+}
+
+// dropCause removes caused_by from a row whose value is a reduce error.
+func dropCause(t *testing.T, row string) string {
+	t.Helper()
+	var r struct {
+		Key   json.RawMessage `json:"key"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(row), &r); err != nil {
+		t.Fatalf("%s: %v", row, err)
+	}
+	var v map[string]json.RawMessage
+	if json.Unmarshal(r.Value, &v) != nil || string(v["error"]) != `"builtin_reduce_error"` {
+		return row
+	}
+	delete(v, "caused_by")
+	value, _ := json.Marshal(v)
+	return fmt.Sprintf(`{"key":%s,"value":%s}`, compact(t, r.Key), value)
 }
 
 type keysIDsValues struct{ keys, ids, values [][]byte }
