@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/settee/settee/docjson"
@@ -31,6 +32,9 @@ type Options struct {
 // Append splices a stored body into a document: the stored bytes are
 // copied as they are, with _id, _rev and the asked-for members around them.
 func Append(dst []byte, id string, info *pb.FullDocInfo, rb *pb.RevBody, o *Options) []byte {
+	// one allocation for the usual doc: appending a 15 KB body to a
+	// small slice grew it four times (half of a _find's allocations)
+	dst = slices.Grow(dst, len(rb.Json)+len(id)+len(rb.Rev)+32)
 	dst = append(dst, `{"_id":`...)
 	dst = docjson.AppendString(dst, id)
 	dst = append(dst, `,"_rev":`...)
