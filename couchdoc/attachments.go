@@ -64,16 +64,6 @@ func Digest(data []byte) string {
 	return "md5-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// SortAttachments orders attachments by name (rev hashes and stored
-// records list them in one order).
-func SortAttachments(a []*pb.Att) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j].Name < a[j-1].Name; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-}
-
 // ErrBadAttachment is what every ParseAttachments error unwraps to; the
 // error's text is CouchDB's reason and AttErrorCode its error name.
 var ErrBadAttachment = errors.New("couchdoc: bad attachment")
@@ -118,8 +108,9 @@ type namedAtt struct {
 }
 
 // decodeAtts decodes an _attachments object keeping its members' order
-// (multipart bodies follow it); a name given twice counts once, with its
-// last value, at its first place.
+// (multipart bodies follow it, and a revision's hash lists the
+// attachments in it); a name given twice counts once, with its last
+// value, at its last place (as jiffy's dedupe_keys leaves it).
 func decodeAtts(raw []byte) ([]namedAtt, error) {
 	bad := badAtt("Bad special document member: _attachments")
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -127,7 +118,8 @@ func decodeAtts(raw []byte) ([]namedAtt, error) {
 		return nil, bad
 	}
 	var out []namedAtt
-	at := map[string]int{}
+	at := map[string]int{} // name -> its last place
+	dup := false
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -138,9 +130,8 @@ func decodeAtts(raw []byte) ([]namedAtt, error) {
 		if err := dec.Decode(&a); err != nil {
 			return nil, bad
 		}
-		if i, ok := at[name]; ok {
-			out[i].attJSON = a
-			continue
+		if _, ok := at[name]; ok {
+			dup = true
 		}
 		at[name] = len(out)
 		out = append(out, namedAtt{name: name, attJSON: a})
@@ -148,12 +139,21 @@ func decodeAtts(raw []byte) ([]namedAtt, error) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, bad
 	}
+	if dup {
+		kept := out[:0]
+		for i, a := range out {
+			if at[a.name] == i {
+				kept = append(kept, a)
+			}
+		}
+		out = kept
+	}
 	return out, nil
 }
 
 // ParseAttachments decodes a doc's _attachments object (the one part of a
 // doc decoded into Go values: data must be base64-decoded and hashed
-// anyway) into sorted shard attachments: stubs, and new data stored as
+// anyway) into shard attachments, in the object's order: stubs, and new data stored as
 // NewAttachment stores it. A revpos sent with data is kept for the shard,
 // which uses it for replicated revisions only. An entry that says
 // "follows" is an error: the request is not multipart.
@@ -216,7 +216,6 @@ func parseAtts(raw []byte, parts [][]byte, multipart bool) ([]*pb.Att, error) {
 	if next < len(parts) {
 		return nil, badAtt(fmt.Sprintf("the body has %d attachment parts, but only %d attachments follow", len(parts), next))
 	}
-	SortAttachments(out)
 	return out, nil
 }
 

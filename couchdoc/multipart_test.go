@@ -61,14 +61,14 @@ func TestRelatedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(atts) != 3 || atts[0].Name != "a.bin" || string(atts[0].Data) != "xyz" || atts[0].Encoding != "" {
+	// in the JSON's order: b.txt took the first part, and text is stored gzipped
+	if len(atts) != 3 || atts[1].Name != "a.bin" || string(atts[1].Data) != "xyz" || atts[1].Encoding != "" {
 		t.Fatalf("atts %v", atts)
 	}
-	// b.txt came second in the JSON: it took the first part, and text is stored gzipped
-	if atts[1].Name != "b.txt" || atts[1].Encoding != "gzip" || atts[1].Length != 5 {
-		t.Fatalf("b.txt %v", atts[1])
+	if atts[0].Name != "b.txt" || atts[0].Encoding != "gzip" || atts[0].Length != 5 {
+		t.Fatalf("b.txt %v", atts[0])
 	}
-	if id, err := Identity(&pb.AttMeta{Encoding: atts[1].Encoding}, atts[1].Data); err != nil || string(id) != "hello" {
+	if id, err := Identity(&pb.AttMeta{Encoding: atts[0].Encoding}, atts[0].Data); err != nil || string(id) != "hello" {
 		t.Fatalf("b.txt data %q %v", id, err)
 	}
 	if !atts[2].Stub {

@@ -175,9 +175,10 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		if err := g.checkAttSizes([]*pb.Att{att}); err != nil {
 			return err
 		}
-		u.Atts = append(u.Atts, att)
+		// the new one first, the others in their order: CouchDB's
+		// list, which the revision's hash follows
+		u.Atts = append([]*pb.Att{att}, u.Atts...)
 	}
-	couchdoc.SortAttachments(u.Atts)
 	if err := g.validateAttWrite(rq, db, info, base, u); err != nil {
 		return err
 	}

@@ -296,10 +296,6 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	var leaf revtree.Rev
 	if newEdits {
 		var pr *revtree.Rev
-		digests := make([]string, len(atts))
-		for i, a := range atts {
-			digests[i] = a.Digest
-		}
 		if parent >= 0 {
 			p := revtree.Rev{Pos: info.Nodes[parent].Pos, Hash: info.Nodes[parent].Hash}
 			pr = &p
@@ -310,7 +306,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		if d.RevHash != "" && len(atts) == 0 && sameParent(pr, d.Rev) {
 			path[0].Hash = d.RevHash // the coordinator's, for this parent
 		} else {
-			path[0].Hash = revtree.NewRevHash(d.Deleted, pr, d.Body, digests)
+			path[0].Hash = revtree.NewRevHash(d.Deleted, pr, d.Body, atts)
 		}
 		if revtree.Find(info, path[0]) >= 0 {
 			meta.UpdateSeq--
