@@ -55,6 +55,7 @@ fuzz:
 	go test ./httpgw/ -run '^$$' -fuzz '^FuzzGzipBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	go test ./mango/ -run '^$$' -fuzz '^FuzzDecodeFields$$' -fuzztime $(FUZZTIME)
 	go test ./etf/ -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZTIME)
+	go test ./etf/ -run '^$$' -fuzz '^FuzzExactFloat$$' -fuzztime $(FUZZTIME)
 	./scripts/checkfuzz.sh
 
 # The Docker image settee:dev, FROM scratch around the static binary.

@@ -242,3 +242,39 @@ func refTerm(b []byte, v any) ([]byte, error) {
 	}
 	return nil, errors.New("unknown token")
 }
+
+// TestFloats checks the fast path of number against strconv.
+func TestFloats(t *testing.T) {
+	for _, s := range []string{"1.0", "-0.0", "0.1", "16.091562", "-83.309904", "1e2", "1E22", "1e23", "2.5e-3", "1e-22", "1e-23",
+		"123456789012345.6", "1234567890123456.7", "0.000000000000000000001", "9007199254740993.0", "5e-324", "1.7976931348623157e308",
+		"0.30000000000000004", "1e+05", "0e400", "-0e-5", "3.14159265358979", "100000000000000000000000.0", "0.0000000000000000000000000001e28"} {
+		want, _ := strconv.ParseFloat(s, 64)
+		checkFloat(t, s, want)
+	}
+}
+
+func checkFloat(t *testing.T, s string, want float64) {
+	t.Helper()
+	got, err := AppendJSON(nil, []byte(s))
+	if err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	if w := AppendFloat(nil, want); !bytes.Equal(got, w) {
+		t.Fatalf("%s: %x, strconv %x", s, got, w)
+	}
+}
+
+func FuzzExactFloat(f *testing.F) {
+	f.Add(uint64(16091562), int8(-6), false)
+	f.Fuzz(func(t *testing.T, m uint64, e int8, neg bool) {
+		s := strconv.FormatUint(m, 10) + ".0e" + strconv.Itoa(int(e))
+		if neg {
+			s = "-" + s
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return
+		}
+		checkFloat(t, s, want)
+	})
+}
