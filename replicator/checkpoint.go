@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	pb "github.com/settee/settee/proto"
 )
 
 // maxHistory is how many sessions a checkpoint doc remembers (CouchDB: 50).
@@ -41,44 +43,74 @@ type ckptDoc struct {
 	} `json:"history"`
 }
 
-// findStartSeq reads both checkpoints and returns the seq to resume from
-// and the history to extend, as CouchDB's find_replication_logs and
-// compare_replication_logs: the same session on both ends resumes from the
-// source's source_last_seq; else the newest session of the source's
-// history the target also knows resumes from its recorded_seq; else 0.
-func findStartSeq(ctx context.Context, src, tgt Endpoint, id string) (string, []any, error) {
+// findStartSeq reads both checkpoints and returns the seq to resume from,
+// the history to extend and the counters to start from, as CouchDB's
+// compare_replication_logs and init_state: the same session on both ends
+// resumes from the source's source_last_seq with the source's whole
+// history; else the newest session of the source's history that the
+// target also knows resumes from its recorded_seq, with the history older
+// than that session (CouchDB drops the rest); else 0, with none. The
+// counters are those of the history's first entry, so that a session's
+// docs_written and the others count every session since the first, as
+// CouchDB reports them.
+func findStartSeq(ctx context.Context, src, tgt Endpoint, id string) (string, []any, *pb.RepStats, error) {
 	sb, err := src.GetLocal(ctx, id)
 	if err != nil {
-		return "", nil, fmt.Errorf("source checkpoint: %w", err)
+		return "", nil, nil, fmt.Errorf("source checkpoint: %w", err)
 	}
 	tb, err := tgt.GetLocal(ctx, id)
 	if err != nil {
-		return "", nil, fmt.Errorf("target checkpoint: %w", err)
+		return "", nil, nil, fmt.Errorf("target checkpoint: %w", err)
 	}
 	if sb == nil || tb == nil {
-		return "0", nil, nil
+		return "0", nil, &pb.RepStats{}, nil
 	}
 	var s, t ckptDoc
 	var sraw struct {
-		History []any `json:"history"`
+		History []json.RawMessage `json:"history"`
 	}
-	if json.Unmarshal(sb, &s) != nil || json.Unmarshal(tb, &t) != nil || json.Unmarshal(sb, &sraw) != nil {
-		return "0", nil, nil
+	if json.Unmarshal(sb, &s) != nil || json.Unmarshal(tb, &t) != nil || json.Unmarshal(sb, &sraw) != nil || len(sraw.History) != len(s.History) {
+		return "0", nil, &pb.RepStats{}, nil
 	}
-	hist := sraw.History
 	if s.SessionID != "" && s.SessionID == t.SessionID && len(s.SourceLastSeq) > 0 {
-		return string(s.SourceLastSeq), hist, nil
+		return string(s.SourceLastSeq), anyHistory(sraw.History), historyStats(sraw.History), nil
 	}
 	known := map[string]bool{t.SessionID: true}
 	for _, h := range t.History {
 		known[h.SessionID] = true
 	}
-	for _, h := range s.History {
+	for i, h := range s.History {
 		if known[h.SessionID] && len(h.RecordedSeq) > 0 {
-			return string(h.RecordedSeq), hist, nil
+			rest := sraw.History[i+1:]
+			return string(h.RecordedSeq), anyHistory(rest), historyStats(rest), nil
 		}
 	}
-	return "0", hist, nil
+	return "0", nil, &pb.RepStats{}, nil
+}
+
+func anyHistory(h []json.RawMessage) []any {
+	out := make([]any, len(h))
+	for i, e := range h {
+		out[i] = e
+	}
+	return out
+}
+
+// historyStats are the counters of a history's first entry (none when it
+// is empty or they are not numbers).
+func historyStats(h []json.RawMessage) *pb.RepStats {
+	var e struct {
+		DocsRead         uint64 `json:"docs_read"`
+		DocsWritten      uint64 `json:"docs_written"`
+		MissingChecked   uint64 `json:"missing_checked"`
+		MissingFound     uint64 `json:"missing_found"`
+		DocWriteFailures uint64 `json:"doc_write_failures"`
+	}
+	if len(h) == 0 || json.Unmarshal(h[0], &e) != nil {
+		return &pb.RepStats{}
+	}
+	return &pb.RepStats{DocsRead: e.DocsRead, DocsWritten: e.DocsWritten, MissingChecked: e.MissingChecked,
+		MissingFound: e.MissingFound, DocWriteFailures: e.DocWriteFailures}
 }
 
 // checkpoint records the committed seq on both ends, with requests made
@@ -86,7 +118,7 @@ func findStartSeq(ctx context.Context, src, tgt Endpoint, id string) (string, []
 // and CouchDB acknowledge _bulk_docs after the commit), so the seq is safe
 // to resume from.
 func (j *jobActor) checkpoint(c context.Context, final bool) error {
-	if j.commitSeq == j.lastCkpt && (!final || (len(j.history) > 0 && j.stats.MissingChecked == 0)) {
+	if j.commitSeq == j.lastCkpt && (!final || (len(j.history) > 0 && j.stats.MissingChecked == j.seed.GetMissingChecked())) {
 		return nil
 	}
 	now := time.Now()
@@ -105,7 +137,7 @@ func (j *jobActor) checkpoint(c context.Context, final bool) error {
 	}
 	hist := []any{entry}
 	for _, h := range j.history {
-		if m, ok := h.(map[string]any); ok && m["session_id"] == j.session {
+		if sessionOf(h) == j.session {
 			continue
 		}
 		if len(hist) >= maxHistory {
@@ -173,4 +205,21 @@ func (j *jobActor) stopCheckpoint() {
 	if err := j.checkpoint(c, false); err != nil {
 		j.cfg.log.Warn("replicator: checkpoint of a stopped job", "rep_id", j.cfg.repID, "err", err)
 	}
+}
+
+// sessionOf is a history entry's session_id: the entries are this
+// session's own maps, or raw JSON from the checkpoint it resumed from.
+func sessionOf(h any) string {
+	switch h := h.(type) {
+	case map[string]any:
+		s, _ := h["session_id"].(string)
+		return s
+	case json.RawMessage:
+		var e struct {
+			SessionID string `json:"session_id"`
+		}
+		_ = json.Unmarshal(h, &e)
+		return e.SessionID
+	}
+	return ""
 }

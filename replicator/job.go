@@ -78,6 +78,7 @@ type jobActor struct {
 	pending    uint64
 
 	stats     *pb.RepStats
+	seed      *pb.RepStats // the counters the session started from
 	session   string
 	startSeq  string
 	startTime time.Time
@@ -180,10 +181,11 @@ func (j *jobActor) start(ctx actor.Context) error {
 			return fmt.Errorf("create target %s: %w", j.cfg.target.Name(), err)
 		}
 	}
-	seq, hist, err := findStartSeq(c, j.cfg.source, j.cfg.target, j.cfg.baseID)
+	seq, hist, seed, err := findStartSeq(c, j.cfg.source, j.cfg.target, j.cfg.baseID)
 	if err != nil {
 		return err
 	}
+	j.stats, j.seed = seed, proto.Clone(seed).(*pb.RepStats)
 	if rep.SinceSeq != "" {
 		seq = rep.SinceSeq
 	}
@@ -201,8 +203,8 @@ func (j *jobActor) start(ctx actor.Context) error {
 			"database": db,
 			"source":   j.cfg.source.Name(), "target": j.cfg.target.Name(),
 			"continuous": rep.Continuous, "checkpoint_interval": rep.CheckpointMillis,
-			"docs_read": 0, "docs_written": 0, "doc_write_failures": 0,
-			"missing_revisions_found": 0, "revisions_checked": 0, "changes_pending": nil,
+			"docs_read": seed.DocsRead, "docs_written": seed.DocsWritten, "doc_write_failures": seed.DocWriteFailures,
+			"missing_revisions_found": seed.MissingFound, "revisions_checked": seed.MissingChecked, "changes_pending": nil,
 			"checkpointed_source_seq": rawToAny(seq), "source_seq": rawToAny(seq), "through_seq": rawToAny(seq),
 		})
 	}
@@ -347,7 +349,7 @@ func (j *jobActor) maybeFinish(ctx actor.Context) {
 		return
 	}
 	j.finished = true
-	noChanges := j.stats.MissingChecked == 0 && j.commitSeq == j.startSeq
+	noChanges := j.stats.MissingChecked == j.seed.GetMissingChecked() && j.commitSeq == j.startSeq
 	res := map[string]any{"ok": true, "session_id": j.session, "source_last_seq": rawToAny(j.commitSeq),
 		"replication_id_version": RepIDVersion, "history": j.history}
 	if noChanges {
