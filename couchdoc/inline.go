@@ -1,12 +1,15 @@
 package couchdoc
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/settee/settee/docjson"
+	pb "github.com/settee/settee/proto"
 )
 
 // InlineAtt is an attachment whose data a document carries inline, as
@@ -15,7 +18,8 @@ type InlineAtt struct {
 	Name        string
 	ContentType string
 	B64         []byte
-	Len         int // decoded length
+	Len         int    // decoded length
+	Encoding    string // the data's encoding in the replicator's encoded form, else ""
 }
 
 // FollowsDoc is a document with inline attachment data turned into CouchDB's
@@ -33,9 +37,11 @@ type FollowsDoc struct {
 // The data is not decoded or copied: Atts point into doc. ok is false when
 // the document has no inline data or is not in the plain form every
 // CouchDB-compatible server writes (escaped base64, a missing _id, ...);
-// such a document is sent as JSON instead. The digests of the inline
+// such a document is sent as JSON instead. The digests of identity inline
 // entries are dropped: they are of the source's stored bytes, which may be
-// compressed, while the parts carry the identity data.
+// compressed, while the parts carry the identity data. An entry in the
+// replicator's encoded form (Options.EncodedData: "encoding", "digest"
+// and "length" beside the data) keeps them: its part is the stored bytes.
 func InlineToFollows(doc []byte) (*FollowsDoc, bool) {
 	var fd FollowsDoc
 	attsStart, attsEnd := -1, -1
@@ -72,7 +78,7 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 		if json.Unmarshal(name, &att.Name) != nil {
 			return false
 		}
-		var kept []byte
+		var kept, encoding, digest, length []byte
 		hasData := false
 		ok := WalkObject(doc, vs, func(key []byte, avs, ave int) bool {
 			switch string(key) {
@@ -84,7 +90,16 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 				if json.Unmarshal(doc[avs:ave], &att.ContentType) != nil {
 					return false
 				}
-			case `"digest"`, `"length"`, `"follows"`, `"stub"`, `"encoding"`, `"encoded_length"`:
+			case `"encoding"`:
+				encoding = doc[avs:ave]
+				return true
+			case `"digest"`:
+				digest = doc[avs:ave]
+				return true
+			case `"length"`:
+				length = doc[avs:ave]
+				return true
+			case `"follows"`, `"stub"`, `"encoded_length"`:
 				return true // replaced below (or about other bytes)
 			}
 			if len(kept) > 0 {
@@ -113,9 +128,24 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 		if len(kept) > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, `"length":`...)
-		out = strconv.AppendInt(out, int64(att.Len), 10)
-		out = append(out, `,"follows":true}`...)
+		if encoding != nil && digest != nil && length != nil {
+			// the replicator's encoded form (Options.EncodedData): the
+			// part is the stored bytes, which keep their digest
+			out = append(out, `"digest":`...)
+			out = append(out, digest...)
+			out = append(out, `,"length":`...)
+			out = append(out, length...)
+			out = append(out, `,"encoding":`...)
+			out = append(out, encoding...)
+			out = append(out, `,"encoded_length":`...)
+			out = strconv.AppendInt(out, int64(att.Len), 10)
+			out = append(out, `,"follows":true}`...)
+			att.Encoding = string(bytesTrimQuotes(encoding))
+		} else {
+			out = append(out, `"length":`...)
+			out = strconv.AppendInt(out, int64(att.Len), 10)
+			out = append(out, `,"follows":true}`...)
+		}
 		fd.Atts = append(fd.Atts, att)
 		fd.DataLen += att.Len
 		return true
@@ -223,4 +253,95 @@ func WalkArray(b []byte, i int, f func(vs, ve int) bool) bool {
 		}
 		return ve
 	}) >= 0
+}
+
+func bytesTrimQuotes(b []byte) []byte {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		return b[1 : len(b)-1]
+	}
+	return b
+}
+
+// Encoded reports whether some part is in the replicator's encoded form.
+func (fd *FollowsDoc) Encoded() bool {
+	for _, a := range fd.Atts {
+		if a.Encoding != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// IdentityInline turns the replicator's encoded inline entries of doc
+// (Options.EncodedData) back into identity data, for a target that takes
+// no multipart/related PUT: inline data in JSON is always identity there.
+// Docs without such entries are returned as they are.
+func IdentityInline(doc []byte) ([]byte, error) {
+	if !bytes.Contains(doc, []byte(`"encoded_length":`)) {
+		return doc, nil
+	}
+	attsStart, attsEnd := -1, -1
+	WalkObject(doc, 0, func(key []byte, vs, ve int) bool {
+		if string(key) == `"_attachments"` {
+			attsStart, attsEnd = vs, ve
+		}
+		return true
+	})
+	if attsStart < 0 {
+		return doc, nil
+	}
+	var atts []struct {
+		name string
+		raw  []byte
+	}
+	var bad error
+	WalkObject(doc, attsStart, func(name []byte, vs, ve int) bool {
+		var a map[string]json.RawMessage
+		if err := json.Unmarshal(doc[vs:ve], &a); err != nil {
+			bad = err
+			return false
+		}
+		raw := doc[vs:ve]
+		if enc, ok := a["encoding"]; ok && a["data"] != nil {
+			var s, e string
+			if err := json.Unmarshal(a["data"], &s); err != nil {
+				bad = err
+				return false
+			}
+			_ = json.Unmarshal(enc, &e)
+			data, err := base64.StdEncoding.DecodeString(s)
+			if err == nil {
+				data, err = Identity(&pb.AttMeta{Encoding: e}, data)
+			}
+			if err != nil {
+				bad = fmt.Errorf("couchdoc: attachment %s: %w", name, err)
+				return false
+			}
+			for _, k := range []string{"encoding", "encoded_length", "digest", "length"} {
+				delete(a, k)
+			}
+			a["data"], _ = json.Marshal(base64.StdEncoding.EncodeToString(data))
+			raw, _ = json.Marshal(a)
+		}
+		atts = append(atts, struct {
+			name string
+			raw  []byte
+		}{string(name), raw})
+		return true
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	out := append([]byte(nil), doc[:attsStart]...)
+	out = append(out, '{')
+	for i, a := range atts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, a.name...)
+		out = append(out, ':')
+		out = append(out, a.raw...)
+	}
+	out = append(out, '}')
+	return append(out, doc[attsEnd:]...), nil
 }

@@ -27,6 +27,13 @@ type Options struct {
 	// "follows" stubs instead: their stored bytes go in multipart parts
 	// (see SentAtts), as CouchDB's multipart answers.
 	Follows bool
+	// EncodedData renders inline data as it is stored, with "encoding",
+	// "encoded_length" and "length" beside it, where the stored bytes
+	// are encoded. It is the replicator's own form, between its fetch and
+	// its write, never sent to a server: an attachment replicated that
+	// way keeps its bytes and its digest (which is of those bytes, and an
+	// input of the revision's hash) on the target.
+	EncodedData bool
 }
 
 // Append splices a stored body into a document: the stored bytes are
@@ -185,13 +192,28 @@ func appendAtts(dst []byte, rb *pb.RevBody, o *Options) []byte {
 		dst = docjson.AppendString(dst, a.Digest)
 		sends := sendsData(rb, i, o)
 		var data []byte
-		if sends && !o.Follows {
+		encoded := false
+		switch {
+		case sends && !o.Follows && o.EncodedData && a.Encoding != "":
+			data, encoded = rb.AttData[i], true
+		case sends && !o.Follows:
 			var err error
 			if data, err = Identity(a, rb.AttData[i]); err != nil {
 				sends = false // a damaged blob: show the stub rather than fail the doc
 			}
 		}
 		switch {
+		case encoded:
+			dst = append(dst, `,"data":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, data)
+			dst = append(dst, `","length":`...)
+			dst = strconv.AppendUint(dst, a.Length, 10)
+			dst = append(dst, `,"encoding":`...)
+			dst = docjson.AppendString(dst, a.Encoding)
+			dst = append(dst, `,"encoded_length":`...)
+			dst = strconv.AppendUint(dst, uint64(len(data)), 10)
+			dst = append(dst, '}')
+			continue
 		case sends && o.Follows:
 			dst = append(dst, `,"length":`...)
 			dst = strconv.AppendUint(dst, a.Length, 10)

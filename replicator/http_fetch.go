@@ -48,7 +48,8 @@ func (e *HTTPEndpoint) emitRev(what, id string, r *revResult, emit func(string, 
 	return fmt.Errorf("%s: bad %s answer: a result for %s that is neither a doc nor an error", e.name, what, id)
 }
 
-func (e *HTTPEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(string, []byte)) error {
+func (e *HTTPEndpoint) Fetch(ctx context.Context, items []FetchItem, emit0 func(string, []byte)) error {
+	emit := func(id string, doc []byte) { emit0(id, e.encodeAtts(ctx, id, doc)) }
 	if !e.noBulkGet.Load() {
 		err := e.bulkGet(ctx, items, emit)
 		if err == nil || !bulkGetUnsupported(err) {
@@ -81,7 +82,9 @@ func (e *HTTPEndpoint) bulkGet(ctx context.Context, items []FetchItem, emit func
 	if err != nil {
 		return err
 	}
-	v := url.Values{"revs": {"true"}, "latest": {"true"}, "attachments": {"true"}}
+	// att_encoding_info: which inline data the source stores encoded
+	// (encodeAtts)
+	v := url.Values{"revs": {"true"}, "latest": {"true"}, "attachments": {"true"}, "att_encoding_info": {"true"}}
 	b, err := e.do(ctx, http.MethodPost, "/_bulk_get", v, body)
 	if err != nil {
 		return err
@@ -196,7 +199,7 @@ func bulkGetUnsupported(err error) bool {
 
 func (e *HTTPEndpoint) openRevs(ctx context.Context, it FetchItem, emit func(string, []byte)) error {
 	revs, _ := json.Marshal([]string{it.Rev})
-	v := url.Values{"revs": {"true"}, "latest": {"true"}, "attachments": {"true"}, "open_revs": {string(revs)}}
+	v := url.Values{"revs": {"true"}, "latest": {"true"}, "attachments": {"true"}, "att_encoding_info": {"true"}, "open_revs": {string(revs)}}
 	if len(it.AttsSince) > 0 {
 		s, _ := json.Marshal(it.AttsSince)
 		v.Set("atts_since", string(s))

@@ -40,20 +40,34 @@ func (e *HTTPEndpoint) BulkDocs(ctx context.Context, docs [][]byte) (int, error)
 	if len(rest) == 0 {
 		return failures, nil
 	}
+	for i, d := range rest {
+		// a target without multipart PUTs gets identity data
+		id, err := couchdoc.IdentityInline(d)
+		if err != nil {
+			return 0, fmt.Errorf("replicator: %w", err)
+		}
+		rest[i] = id
+	}
 	failed, err := e.bulkDocs(ctx, rest)
 	return failures + failed, err
 }
 
 // multipartDoc returns d in follows form when it goes as a multipart PUT.
+// A doc with data in the replicator's encoded form (encodeAtts) always
+// does: only a multipart part keeps the stored bytes and their digest.
 func (e *HTTPEndpoint) multipartDoc(d []byte) *couchdoc.FollowsDoc {
-	if e.MultipartMin < 0 || len(d) < e.MultipartMin || !bytes.Contains(d, []byte(`"data":"`)) {
+	if !bytes.Contains(d, []byte(`"data":"`)) {
+		return nil
+	}
+	encoded := bytes.Contains(d, []byte(`"encoded_length":`))
+	if !encoded && (e.MultipartMin < 0 || len(d) < e.MultipartMin) {
 		return nil
 	}
 	if e.noMultipart.Load() {
 		return nil
 	}
 	fd, ok := couchdoc.InlineToFollows(d)
-	if !ok || fd.DataLen < e.MultipartMin {
+	if !ok || !fd.Encoded() && fd.DataLen < e.MultipartMin {
 		return nil
 	}
 	return fd
@@ -73,7 +87,7 @@ func (e *HTTPEndpoint) putMultipart(ctx context.Context, fd *couchdoc.FollowsDoc
 	heads := make([][]byte, len(fd.Atts))
 	n := int64(len(head) + len(fd.JSON))
 	for i, a := range fd.Atts {
-		heads[i] = couchdoc.AttPartHead(nil, boundary, a.Name, a.ContentType, "", a.Len)
+		heads[i] = couchdoc.AttPartHead(nil, boundary, a.Name, a.ContentType, a.Encoding, a.Len)
 		n += int64(len(heads[i]) + a.Len)
 	}
 	tail := couchdoc.RelatedTail(nil, boundary)

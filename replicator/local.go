@@ -252,8 +252,9 @@ func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(
 			continue
 		}
 		// as _bulk_docs new_edits=false wants it: _revisions, attachments
-		// inline when newer than atts_since (in identity encoding)
-		o := &couchdoc.Options{Revs: true, Attachments: true, AttsSince: it.AttsSince}
+		// inline when newer than atts_since, as stored (the encoded form
+		// the writers keep: the target gets the same bytes and digest)
+		o := &couchdoc.Options{Revs: true, Attachments: true, AttsSince: it.AttsSince, EncodedData: true}
 		for _, b := range r.Bodies {
 			if b.Missing {
 				continue
@@ -301,8 +302,9 @@ func parseRepDoc(tag uint32, raw []byte) (*pb.DocUpdate, error) {
 		u.Revisions = &pb.Revisions{Start: d.Revisions.Start, Ids: d.Revisions.IDs}
 	}
 	if d.HasAttachments && len(d.Attachments) > 2 {
-		// stored as the gateway stores them (compressible types gzipped)
-		if u.Atts, err = couchdoc.ParseAttachments(d.Attachments); err != nil {
+		// stored as the gateway stores them (compressible types gzipped),
+		// or as the source stored them when it says so (encodeAtts)
+		if u.Atts, err = couchdoc.ParseAttachmentsEncoded(d.Attachments); err != nil {
 			return nil, err
 		}
 	}
