@@ -116,24 +116,51 @@ type Tally struct {
 }
 
 // Classify sorts diffs into deliberate (first matching entry), known, and
-// undeclared.
+// undeclared. An entry that matches a step's status difference covers every
+// other difference of that step too: with another status the bodies and
+// headers differ as a matter of course.
 func (d Declared) Classify(diffs []Diff) Tally {
 	t := Tally{Deliberate: map[*Entry]int{}, Known: map[*Entry]int{}}
-next:
-	for _, df := range diffs {
+	find := func(df Diff) (*Entry, bool) {
 		for _, e := range d.Deliberate {
 			if e.Matches(df) {
-				t.Deliberate[e]++
-				continue next
+				return e, true
 			}
 		}
 		for _, e := range d.Known {
 			if e.Matches(df) {
-				t.Known[e]++
-				continue next
+				return e, false
 			}
 		}
-		t.Undeclared = append(t.Undeclared, df)
+		return nil, false
+	}
+	type stepKey struct {
+		seq  string
+		step int
+	}
+	byStatus := map[stepKey]*Entry{}
+	deliberate := map[*Entry]bool{}
+	for _, df := range diffs {
+		if df.Where == "status" {
+			if e, del := find(df); e != nil {
+				byStatus[stepKey{df.Seq, df.Step}] = e
+				deliberate[e] = del
+			}
+		}
+	}
+	for _, df := range diffs {
+		e, del := find(df)
+		if se, ok := byStatus[stepKey{df.Seq, df.Step}]; ok {
+			e, del = se, deliberate[se]
+		}
+		switch {
+		case e == nil:
+			t.Undeclared = append(t.Undeclared, df)
+		case del:
+			t.Deliberate[e]++
+		default:
+			t.Known[e]++
+		}
 	}
 	return t
 }
