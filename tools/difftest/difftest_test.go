@@ -113,10 +113,21 @@ func knownFile(d Declared, t Tally) string {
 	counts := map[key]int{}
 	first := map[key]Diff{}
 	var order []key
+	type stepKey struct {
+		seq  string
+		step int
+	}
+	statusKey := map[stepKey]key{}
 	for _, df := range t.Undeclared {
-		k := key{df.Method, df.Path, df.Where + ": *"}
 		if df.Where == "status" {
-			k.diff = df.Key()
+			statusKey[stepKey{df.Seq, df.Step}] = key{df.Method, df.Path, df.Key()}
+		}
+	}
+	for _, df := range t.Undeclared {
+		k, ok := statusKey[stepKey{df.Seq, df.Step}]
+		if !ok {
+			// the status entry covers the whole step
+			k = key{df.Method, df.Path, df.Where + ": *"}
 		}
 		if counts[k] == 0 {
 			order = append(order, k)

@@ -182,7 +182,7 @@ func (g *gen) step() Step {
 		"rev": func() string { return g.rev(id) }, "revs": g.boolVal, "revs_info": g.boolVal,
 		"conflicts": g.boolVal, "deleted_conflicts": g.boolVal, "latest": g.boolVal, "local_seq": g.boolVal,
 		"meta": g.boolVal, "attachments": g.boolVal, "att_encoding_info": g.boolVal,
-		"open_revs": func() string { return g.pick("all", "[\""+g.rev(id)+"\"]", "bad", "[]", "[1]") },
+		"open_revs":  func() string { return g.pick("all", "[\""+g.rev(id)+"\"]", "bad", "[]", "[1]") },
 		"atts_since": func() string { return g.pick("[\""+g.rev(id)+"\"]", "bad") },
 	}
 	viewParams := map[string]func() string{
