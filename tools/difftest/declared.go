@@ -47,7 +47,11 @@ type Declared struct {
 }
 
 // LoadDeclared reads deliberate.txt and known.txt as built in.
-func LoadDeclared() (Declared, error) {
+func LoadDeclared() (Declared, error) { return LoadDeclaredWith("known.txt") }
+
+// LoadDeclaredWith reads deliberate.txt and the known file named (known.txt
+// for a single node, known-cluster.txt for a cluster) as built in.
+func LoadDeclaredWith(known string) (Declared, error) {
 	var d Declared
 	b, err := embedded.ReadFile("deliberate.txt")
 	if err != nil {
@@ -56,10 +60,10 @@ func LoadDeclared() (Declared, error) {
 	if d.Deliberate, err = ParseEntries("deliberate.txt", b, false); err != nil {
 		return d, err
 	}
-	if b, err = embedded.ReadFile("known.txt"); err != nil {
+	if b, err = embedded.ReadFile(known); err != nil {
 		return d, err
 	}
-	d.Known, err = ParseEntries("known.txt", b, true)
+	d.Known, err = ParseEntries(known, b, true)
 	return d, err
 }
 

@@ -19,7 +19,7 @@ var (
 	fuzzFlag  = flag.Int("difftest.fuzz", 0, "run this many fuzz sequences after the corpus")
 	seedFlag  = flag.Uint64("difftest.seed", 0, "the fuzzer's seed (0: from the clock)")
 	stepsFlag = flag.Int("difftest.steps", 30, "requests per fuzz sequence")
-	writeFlag = flag.Bool("difftest.write-known", false, "rewrite known.txt from this run's undeclared and known differences (review the diff)")
+	writeFlag = flag.Bool("difftest.write-known", false, "rewrite known.txt (known-cluster.txt for TestDiffCluster) from this run's undeclared and known differences (review the diff)")
 )
 
 // TestDiffCorpus runs the CI corpus (every sequence not marked slow) on a
@@ -50,14 +50,15 @@ func TestDiffCorpus(t *testing.T) {
 		t.Logf("fuzz: seed %d, %d sequences of %d steps", seed, *fuzzFlag, *stepsFlag)
 		seqs = append(seqs, Fuzz(seed, *fuzzFlag, *stepsFlag, "single")...)
 	}
-	runAndCheck(t, r, seqs, !*fullFlag && *fuzzFlag == 0)
+	runAndCheck(t, r, seqs, "known.txt", !*fullFlag && *fuzzFlag == 0)
 }
 
 // runAndCheck runs seqs and checks the differences against the declared
-// ones; counts says whether known.txt's counts apply (the CI corpus).
-func runAndCheck(t *testing.T, r *Runner, seqs []Sequence, counts bool) {
+// ones of deliberate.txt and the known file; counts says whether its
+// counts apply (the CI corpus).
+func runAndCheck(t *testing.T, r *Runner, seqs []Sequence, known string, counts bool) {
 	t.Helper()
-	declared, err := LoadDeclared()
+	declared, err := LoadDeclaredWith(known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func runAndCheck(t *testing.T, r *Runner, seqs []Sequence, counts bool) {
 		len(seqs), requests, time.Since(start).Round(time.Millisecond), len(all),
 		Counts(tally.Deliberate), len(tally.Deliberate), Counts(tally.Known), len(tally.Known), len(tally.Undeclared))
 	if *writeFlag {
-		if err := os.WriteFile("known.txt", []byte(knownFile(declared, tally)), 0o644); err != nil {
+		if err := os.WriteFile(known, []byte(knownFile(declared, tally)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +138,7 @@ func knownFile(d Declared, t Tally) string {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].path < order[j].path })
 	for _, k := range order {
-		fmt.Fprintf(&b, "%d | %s %s | %s | TODO: %s\n", counts[k], k.method, k.path, k.diff, first[k].Key())
+		fmt.Fprintf(&b, "%d | %s %s | %s | first seen: %s\n", counts[k], k.method, k.path, k.diff, first[k].Key())
 	}
 	return b.String()
 }
@@ -151,3 +152,4 @@ const knownHeader = `# Known differences between settee and CouchDB 3.5.2 that a
 # PATH and DIFFERENCE. An entry matching a step's status difference covers the whole step.
 # go test ./tools/difftest -run TestDiffCorpus -difftest.write-known rewrites this file.
 `
+

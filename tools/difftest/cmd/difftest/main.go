@@ -62,7 +62,11 @@ func run() error {
 	if len(ct.URLs) > 1 {
 		mode = "cluster"
 	}
-	declared, err := difftest.LoadDeclared()
+	knownFile := "known.txt"
+	if mode == "cluster" {
+		knownFile = "known-cluster.txt"
+	}
+	declared, err := difftest.LoadDeclaredWith(knownFile)
 	if err != nil {
 		return err
 	}
