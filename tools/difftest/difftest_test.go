@@ -152,4 +152,3 @@ const knownHeader = `# Known differences between settee and CouchDB 3.5.2 that a
 # PATH and DIFFERENCE. An entry matching a step's status difference covers the whole step.
 # go test ./tools/difftest -run TestDiffCorpus -difftest.write-known rewrites this file.
 `
-
