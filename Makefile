@@ -11,7 +11,7 @@ build:
 # the multi-node tests, which cannot run under -race (see node/cluster_test.go).
 test:
 	go test -race -timeout 12m ./...
-	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/
+	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/
 	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|ClusterWide|ViewsCluster|MangoCluster' ./httpgw/
 	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll' . ./y
 

@@ -228,7 +228,7 @@ func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
 // as the coordinator merges them from the shards' by-seq indexes.
 func (g *Gateway) handleChanges(rq *req, db string) error {
 	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead && rq.r.Method != http.MethodPost {
-		return methodNotAllowed("GET,HEAD,POST")
+		return methodNotAllowed("GET,POST,HEAD") // CouchDB's order
 	}
 	if err := g.requireMember(rq, db); err != nil {
 		return err

@@ -24,7 +24,8 @@ type Cluster interface {
 
 func (g *Gateway) handleMembership(rq *req) error {
 	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
-		return methodNotAllowed("GET,HEAD")
+		// CouchDB names GET only, though it answers HEAD too
+		return methodNotAllowed("GET")
 	}
 	if err := requireAdmin(rq); err != nil {
 		return err

@@ -221,7 +221,8 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		}
 		return g.postDoc(rq, db)
 	}
-	return methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+	// CouchDB's words: it leaves PUT out of the list
+	return methodNotAllowed("DELETE,GET,HEAD,POST")
 }
 
 type dbInfoJSON struct {
@@ -316,7 +317,7 @@ func (g *Gateway) handleSecurity(rq *req, db string) error {
 		}
 		return g.writeJSON(rq, 200, okBody)
 	}
-	return methodNotAllowed("GET,HEAD,PUT")
+	return methodNotAllowed("PUT,GET") // CouchDB's words
 }
 
 func (g *Gateway) handleRevsLimit(rq *req, db string) error {
@@ -347,7 +348,7 @@ func (g *Gateway) handleRevsLimit(rq *req, db string) error {
 		}
 		return g.writeJSON(rq, 200, okBody)
 	}
-	return methodNotAllowed("GET,HEAD,PUT")
+	return methodNotAllowed("PUT,GET") // CouchDB's words
 }
 
 func (g *Gateway) handleEnsureFullCommit(rq *req, db string) error {

@@ -66,10 +66,11 @@ func (g *Gateway) handleUUIDs(rq *req) error {
 		return methodNotAllowed("GET")
 	}
 	n := 1
-	if s := rq.q.Get("count"); s != "" {
-		v, err := strconv.Atoi(s)
+	if rq.q.Has("count") {
+		// CouchDB's words, for an empty count too
+		v, err := strconv.Atoi(rq.q.Get("count"))
 		if err != nil || v < 0 {
-			return badRequest("Invalid count parameter")
+			return badRequest("count must be a positive integer")
 		}
 		if v > 1000 {
 			return badRequest("count parameter too large")
@@ -83,6 +84,8 @@ func (g *Gateway) handleUUIDs(rq *req) error {
 	h := rq.w.Header()
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Pragma", "no-cache")
+	// as CouchDB: a date in the past, for HTTP/1.0 caches that know no Cache-Control
+	h.Set("Expires", "Mon, 01 Jan 1990 00:00:00 GMT")
 	h.Set("ETag", etagOf([]byte(strings.Join(out, ""))))
 	return g.writeJSON(rq, 200, map[string]any{"uuids": out})
 }
@@ -214,6 +217,9 @@ func (g *Gateway) handleDBsInfo(rq *req) error {
 }
 
 func (g *Gateway) handleActiveTasks(rq *req) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET,HEAD")
+	}
 	if err := requireAdmin(rq); err != nil {
 		return err
 	}
