@@ -46,6 +46,7 @@ func replicate(t *testing.T, on server, body map[string]any) map[string]any {
 // TestOneShot: each replicator pulls from and pushes to the other, then
 // both run again after new writes on the source and count every session.
 func TestOneShot(t *testing.T) {
+	t.Parallel()
 	settee, couch := start(t)
 	sc := fill(t, settee, "src", docs)
 	cc := fill(t, couch, "src", docs)
@@ -103,6 +104,7 @@ func TestOneShot(t *testing.T) {
 // TestFiltered: doc_ids, a selector and the source's JavaScript filter,
 // each way.
 func TestFiltered(t *testing.T) {
+	t.Parallel()
 	settee, couch := start(t)
 	fill(t, settee, "src", 300)
 	fill(t, couch, "src", 300)
@@ -173,6 +175,7 @@ func TestFiltered(t *testing.T) {
 // TestContinuous: a _replicator doc on each side keeps a target current
 // as the source is written, and stops when it is deleted.
 func TestContinuous(t *testing.T) {
+	t.Parallel()
 	settee, couch := start(t)
 	fill(t, settee, "src", 500)
 	fill(t, couch, "src", 500)
