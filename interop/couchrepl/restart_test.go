@@ -1,0 +1,100 @@
+package couchrepl_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/settee/settee/internal/testcouch"
+	"github.com/settee/settee/internal/testserver"
+)
+
+// TestRestartMidway restarts settee in the middle of a replication with
+// CouchDB, on each side of it: while CouchDB's replicator pulls from it,
+// and while its own replicator pulls from CouchDB (the job must then
+// resume from its checkpoint, not from the start). Both end with the
+// same docs as the source. (CouchDB itself cannot be restarted here: the
+// shared kit wipes its data dir on every start.)
+func TestRestartMidway(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a CouchDB")
+	}
+	cs := testcouch.Start(t, "")
+	ss := testserver.Start(t)
+	settee, couch := setteeServer(ss), couchServer(cs)
+	sc := fill(t, settee, "src", docs)
+	cc := fill(t, couch, "src", docs)
+	count := func(s server, db string) float64 {
+		st, out := s.do(t, "GET", "/"+db, "", nil)
+		if st != 200 {
+			return -1
+		}
+		var info struct {
+			DocCount float64 `json:"doc_count"`
+		}
+		_ = jsonUnmarshal(out, &info)
+		return info.DocCount
+	}
+	restart := func() {
+		t.Helper()
+		ss.Restart(t) // down for as long as a node takes to close and open
+	}
+
+	t.Run("settee restarts while CouchDB pulls from it", func(t *testing.T) {
+		couch.must(t, "PUT", "/_replicator/pull", map[string]any{"source": settee.dbURL("src"), "target": couch.dbURL("pulled"),
+			"create_target": true, "continuous": true, "checkpoint_interval": 500}, 201)
+		src := count(settee, "src")
+		waitFor(t, 2*time.Minute, "the replication to be under way", func() bool { return count(couch, "pulled") >= 300 })
+		if n := count(couch, "pulled"); n >= src {
+			t.Logf("the replication was done (%v docs) before the restart", n)
+		}
+		restart()
+		// CouchDB's job crashes on its checkpoint's _ensure_full_commit
+		// to the source that is down, and its scheduler starts it again
+		// after a backoff (about 40 s here)
+		waitFor(t, 3*time.Minute, "the replication to catch up after the restart", func() bool { return count(couch, "pulled") == src })
+		same(t, settee, "src", couch, "pulled", sc)
+		rev := couch.must(t, "GET", "/_replicator/pull", nil)["_rev"].(string)
+		couch.must(t, "DELETE", "/_replicator/pull?rev="+rev, nil, 200)
+	})
+
+	t.Run("settee restarts while it pulls from CouchDB", func(t *testing.T) {
+		settee.must(t, "PUT", "/_replicator/pull", map[string]any{"source": couch.dbURL("src"), "target": settee.dbURL("spulled"),
+			"create_target": true, "continuous": true, "checkpoint_interval": 200, "worker_batch_size": 100}, 201)
+		src := count(couch, "src")
+		var before float64
+		waitFor(t, 2*time.Minute, "a checkpoint under way", func() bool {
+			before = count(settee, "spulled")
+			st, out := settee.do(t, "GET", "/spulled/_local_docs", "", nil)
+			var ld struct{ Rows []any }
+			return st == 200 && jsonUnmarshal(out, &ld) == nil && len(ld.Rows) == 1 && before >= 200
+		})
+		if before >= src {
+			t.Skipf("the replication was done (%v docs) before the restart could come", before)
+		}
+		restart()
+		waitFor(t, 3*time.Minute, "the job to catch up after the restart", func() bool { return count(settee, "spulled") == src })
+		same(t, couch, "src", settee, "spulled", cc)
+		// a second session, which started where a checkpoint of the
+		// first left it
+		var ck map[string]any
+		waitFor(t, 30*time.Second, "the second session's checkpoint", func() bool {
+			ck = nil
+			var ld struct{ Rows []struct{ ID string } }
+			if jsonUnmarshal(settee.getRaw(t, "/spulled/_local_docs"), &ld) != nil || len(ld.Rows) != 1 {
+				return false
+			}
+			ck = settee.must(t, "GET", "/spulled/"+ld.Rows[0].ID, nil)
+			h, _ := ck["history"].([]any)
+			return len(h) >= 2
+		})
+		h := ck["history"].([]any)
+		last := h[0].(map[string]any)
+		if fmt.Sprint(last["start_last_seq"]) == "0" {
+			t.Fatalf("the job started again from 0 after the restart: %v", h)
+		}
+		rev := settee.must(t, "GET", "/_replicator/pull", nil)["_rev"].(string)
+		settee.must(t, "DELETE", "/_replicator/pull?rev="+rev, nil, 200)
+	})
+}

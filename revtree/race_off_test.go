@@ -1,0 +1,5 @@
+//go:build !race
+
+package revtree
+
+const raceEnabled = false
