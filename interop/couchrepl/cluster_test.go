@@ -20,6 +20,7 @@ import (
 // both ways, through different nodes of each cluster; then once more
 // with a settee node down. The same checks as the single-node tests.
 func TestClusterReplication(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CouchDB cluster")
 	}

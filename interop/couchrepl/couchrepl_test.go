@@ -221,9 +221,27 @@ func TestContinuous(t *testing.T) {
 			}
 			rev := dir.on.must(t, "GET", "/_replicator/"+docID, nil)["_rev"].(string)
 			dir.on.must(t, "DELETE", "/_replicator/"+docID+"?rev="+rev, nil, 200)
+			// gone from _scheduler/docs, and its job from _scheduler/jobs
+			// (CouchDB drops the doc's entry before the job has stopped)
 			waitFor(t, 30*time.Second, "the job to stop", func() bool {
 				st, _ := dir.on.do(t, "GET", "/_scheduler/docs/_replicator/"+docID, "", nil)
-				return st == 404
+				if st != 404 {
+					return false
+				}
+				var jobs struct {
+					Jobs []struct {
+						DocID string `json:"doc_id"`
+					}
+				}
+				if jsonUnmarshal(dir.on.getRaw(t, "/_scheduler/jobs"), &jobs) != nil {
+					return false
+				}
+				for _, j := range jobs.Jobs {
+					if j.DocID == docID {
+						return false
+					}
+				}
+				return true
 			})
 			dir.from.must(t, "PUT", "/src/after-stop-"+tdb, `{}`, 201)
 			time.Sleep(2 * time.Second)
