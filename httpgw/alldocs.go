@@ -54,6 +54,9 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
 	if err != nil {
 		return err
 	}
+	if err := mapOnlyArgs(rq); err != nil {
+		return err
+	}
 	updateSeq, err := boolParam(rq, "update_seq", false)
 	if err != nil {
 		return err
@@ -456,5 +459,25 @@ func (g *Gateway) handleAllDocsQueries(rq *req, db string) error {
 	}
 	w.raw("]}\n")
 	w.flush()
+	return nil
+}
+
+// mapOnlyArgs refuses what CouchDB refuses of a map-only view, which
+// _all_docs is: reduce=true, group=true, any group_level.
+func mapOnlyArgs(rq *req) error {
+	reduce, err := boolParam(rq, "reduce", false)
+	if err != nil {
+		return err
+	}
+	if reduce {
+		return queryParseErr("Reduce is invalid for map-only views.")
+	}
+	group, err := boolParam(rq, "group", false)
+	if err != nil {
+		return err
+	}
+	if _, level := rq.q["group_level"]; group || level {
+		return queryParseErr("Invalid use of grouping on a map view.")
+	}
 	return nil
 }

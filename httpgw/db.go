@@ -168,16 +168,19 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		if err := checkDBName(db); err != nil {
 			return err
 		}
-		q, err := intParam(rq, "q", 0)
+		q, err := shardsParam(rq, "q")
 		if err != nil {
 			return err
 		}
 		if q > 256 {
 			return badRequest("q must be between 1 and 256")
 		}
-		n, err := intParam(rq, "n", 0)
+		n, err := shardsParam(rq, "n")
 		if err != nil {
 			return err
+		}
+		if v, ok := rq.q["partitioned"]; ok && len(v) > 0 && v[len(v)-1] != "true" && v[len(v)-1] != "false" {
+			return badRequest("Invalid `partitioned` parameter")
 		}
 		all, err := g.dbs.CreateDB(rq.ctx, db, q, n)
 		if err != nil {
@@ -406,4 +409,19 @@ func designPath(s string) bool {
 		return true
 	}
 	return false
+}
+
+// shardsParam is a database's q or n as CouchDB's create_db_req reads it:
+// a positive integer, else 400 with its reason; 0 when not given (the
+// node's default).
+func shardsParam(rq *req, name string) (int, error) {
+	v, ok := rq.q[name]
+	if !ok || len(v) == 0 {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v[len(v)-1])
+	if err != nil || n <= 0 {
+		return 0, badRequest("The `" + name + "` value should be a positive integer.")
+	}
+	return n, nil
 }

@@ -48,22 +48,29 @@ func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
 
 func isDesign(id string) bool { return strings.HasPrefix(id, "_design/") }
 
+// docFlag is a doc read's boolean option as CouchDB's parse_doc_query
+// reads it: set by a value "true", any other value ignored (not an error,
+// unlike a view's parameters).
+func docFlag(rq *req, name string) bool {
+	for _, v := range rq.q[name] {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
+}
+
 func (g *Gateway) parseDocOpts(rq *req) (*couchdoc.Options, error) {
 	o := &couchdoc.Options{}
-	var err error
 	for _, p := range []struct {
 		name string
 		dst  *bool
 	}{{"revs", &o.Revs}, {"revs_info", &o.RevsInfo}, {"conflicts", &o.Conflicts},
 		{"deleted_conflicts", &o.DeletedConflicts}, {"local_seq", &o.LocalSeq},
 		{"attachments", &o.Attachments}, {"att_encoding_info", &o.AttEncodingInfo}} {
-		if *p.dst, err = boolParam(rq, p.name, false); err != nil {
-			return nil, err
-		}
+		*p.dst = docFlag(rq, p.name)
 	}
-	if meta, err := boolParam(rq, "meta", false); err != nil {
-		return nil, err
-	} else if meta {
+	if docFlag(rq, "meta") {
 		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
 	}
 	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
@@ -77,10 +84,7 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	latest, err := boolParam(rq, "latest", false)
-	if err != nil {
-		return err
-	}
+	latest := docFlag(rq, "latest")
 	// r: copies that must answer (CouchDB's read quorum; 0 is the
 	// database's default, n/2+1)
 	quorum, err := intParam(rq, "r", 0)

@@ -2,7 +2,9 @@ package httpgw
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // Replicator runs replications; node wires the replicator's scheduler in.
@@ -55,8 +57,12 @@ func (g *Gateway) handleScheduler(rq *req) error {
 	}
 	switch {
 	case segs[0] == "jobs" && len(segs) == 1:
+		limit, skip, err := schedulerPage(rq, true)
+		if err != nil {
+			return err
+		}
 		st, out := g.cfg.Replicator.Jobs(rq.ctx)
-		return g.writeJSON(rq, st, out)
+		return g.writeJSON(rq, st, page(out, "jobs", limit, skip))
 	case segs[0] == "docs" && len(segs) <= 3:
 		db, id := "", ""
 		if len(segs) > 1 {
@@ -65,8 +71,79 @@ func (g *Gateway) handleScheduler(rq *req) error {
 		if len(segs) > 2 {
 			id = segs[2]
 		}
+		limit, skip, err := schedulerPage(rq, false)
+		if err != nil {
+			return err
+		}
 		st, out := g.cfg.Replicator.Docs(rq.ctx, db, id)
+		if id == "" {
+			out = page(out, "docs", limit, skip)
+		}
 		return g.writeJSON(rq, st, out)
 	}
 	return errMissing
+}
+
+// schedulerPage reads limit and skip of /_scheduler/jobs (jobs: its own
+// reasons, "limit must be an integer", "limit not in range of
+// [0,infinity]") or /_scheduler/docs (the view parameters' reasons), as
+// CouchDB; limit -1 when not given.
+func schedulerPage(rq *req, jobs bool) (int, int, error) {
+	out := [2]int{-1, 0}
+	for i, name := range []string{"limit", "skip"} {
+		v, ok := rq.q[name]
+		if !ok || len(v) == 0 {
+			continue
+		}
+		if !jobs {
+			n, err := intParam(rq, name, 0)
+			if err != nil {
+				return 0, 0, err
+			}
+			out[i] = n
+			continue
+		}
+		n, err := strconv.Atoi(v[len(v)-1])
+		switch {
+		case err != nil:
+			return 0, 0, queryParseErr(name + " must be an integer")
+		case n < 0:
+			return 0, 0, queryParseErr(name + " not in range of [0,infinity]")
+		}
+		out[i] = n
+	}
+	return out[0], out[1], nil
+}
+
+// page applies limit and skip to the member list of a scheduler answer
+// (total_rows stays the whole count; offset is skip, at most that count).
+func page(out []byte, list string, limit, skip int) []byte {
+	if limit < 0 && skip == 0 {
+		return out
+	}
+	var a map[string]json.RawMessage
+	var items []json.RawMessage
+	if json.Unmarshal(out, &a) != nil || json.Unmarshal(a[list], &items) != nil {
+		return out
+	}
+	offset := min(skip, len(items)) // CouchDB's offset: skip, at most the count
+	items = items[offset:]
+	if limit >= 0 && limit < len(items) {
+		items = items[:limit]
+	}
+	b, _ := json.Marshal(items)
+	a[list] = b
+	a["offset"], _ = json.Marshal(offset)
+	res, err := json.Marshal(struct {
+		TotalRows json.RawMessage `json:"total_rows"`
+		Offset    json.RawMessage `json:"offset"`
+		Items     json.RawMessage `json:"-"`
+	}{a["total_rows"], a["offset"], nil})
+	if err != nil {
+		return out
+	}
+	// {"total_rows":…,"offset":…,"<list>":[…]} in CouchDB's order
+	res = append(res[:len(res)-1], `,"`+list+`":`...)
+	res = append(res, b...)
+	return append(res, '}', '\n')
 }

@@ -288,7 +288,12 @@ func (g *Gateway) route(rq *req) error {
 		case "_users", "_replicator", "_global_changes":
 			return g.routeDB(rq)
 		}
-		return illegalDBName(first)
+		// as CouchDB: creating such a database is a bad name, anything
+		// else asked of it a database that does not exist
+		if rq.r.Method == http.MethodPut && len(rq.segs) == 1 {
+			return illegalDBName(first)
+		}
+		return errDBNotFound
 	}
 	return g.routeDB(rq)
 }

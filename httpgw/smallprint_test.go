@@ -277,6 +277,25 @@ var smallPrintSteps = []wireStep{
 	{method: "PUT", path: "/{db}/tx/t.txt", body: "hello", hdr: map[string]string{"Content-Type": "text/plain"}, status: 201},
 	{method: "GET", path: "/{db}/tx/t.txt", hdr: map[string]string{"Range": "bytes=0-1"}, status: 200, raw: "hello",
 		wantHdr: map[string]string{"Accept-Ranges": "none"}},
+	// found by the differential tester (tools/difftest)
+	{method: "PUT", path: "/{db}-q?q=0", status: 400, err: "bad_request", reason: "The `q` value should be a positive integer."},
+	{method: "PUT", path: "/{db}-q?q=abc", status: 400, err: "bad_request", reason: "The `q` value should be a positive integer."},
+	{method: "PUT", path: "/{db}-q?n=-1", status: 400, err: "bad_request", reason: "The `n` value should be a positive integer."},
+	{method: "PUT", path: "/{db}-q?partitioned=maybe", status: 400, err: "bad_request", reason: "Invalid `partitioned` parameter"},
+	{method: "GET", path: "/{db}-q", status: 404, err: "not_found", reason: "Database does not exist."},
+	{method: "GET", path: "/_no_such_endpoint", status: 404, err: "not_found", reason: "Database does not exist."},
+	{method: "DELETE", path: "/_no_such_endpoint", status: 404, err: "not_found", reason: "Database does not exist."},
+	{method: "PUT", path: "/_no_such_endpoint", status: 400, inBody: `"error":"illegal_database_name"`},
+	{method: "GET", path: "/{db}/_all_docs?group=true", status: 400, err: "query_parse_error", reason: "Invalid use of grouping on a map view."},
+	{method: "GET", path: "/{db}/_all_docs?group_level=1", status: 400, err: "query_parse_error", reason: "Invalid use of grouping on a map view."},
+	{method: "GET", path: "/{db}/_all_docs?include_docs=true&reduce=true", status: 400, err: "query_parse_error", reason: "Reduce is invalid for map-only views."},
+	{method: "GET", path: "/{db}/_all_docs?reduce=false&group=false", status: 200},
+	{method: "GET", path: "/_scheduler/jobs?limit=abc", status: 400, err: "query_parse_error", reason: "limit must be an integer"},
+	{method: "GET", path: "/_scheduler/jobs?skip=-1", status: 400, err: "query_parse_error", reason: "skip not in range of [0,infinity]"},
+	{method: "GET", path: "/_scheduler/jobs?limit=1&skip=3", status: 200, inBody: `"offset":0`}, // skip, at most the count
+	{method: "GET", path: "/_scheduler/docs?limit=abc", status: 400, err: "query_parse_error", reason: `Invalid value for integer: "abc"`},
+	// a doc read's options: only "true" counts, anything else is ignored
+	{method: "GET", path: "/{db}/src?revs=maybe&conflicts=1&revs_info=false&latest=no", status: 200, raw: `{"_id":"src","_rev":"1-23202479633c2b380f79507a776743d5","a":1}` + "\n"},
 }
 
 func TestSmallPrint(t *testing.T) {
