@@ -128,16 +128,7 @@ func TestFiltered(t *testing.T) {
 		}},
 		{"filter", map[string]any{"filter": "f/even"}, func(_ string, d map[string]any) bool { return d["type"] == "even" }},
 	}
-	for _, dir := range []struct {
-		name     string
-		on       server
-		from, to server
-	}{
-		{"CouchDB pulls from settee", couch, settee, couch},
-		{"settee pulls from CouchDB", settee, couch, settee},
-		{"CouchDB pushes to settee", couch, couch, settee},
-		{"settee pushes to CouchDB", settee, settee, couch},
-	} {
+	for _, dir := range directions(settee, couch) {
 		for _, f := range filters {
 			t.Run(dir.name+"/"+f.name, func(t *testing.T) {
 				tdb := "f-" + f.name + "-" + strings.ReplaceAll(strings.ToLower(dir.name), " ", "-")
@@ -179,16 +170,7 @@ func TestContinuous(t *testing.T) {
 	settee, couch := start(t)
 	fill(t, settee, "src", 500)
 	fill(t, couch, "src", 500)
-	for _, dir := range []struct {
-		name     string
-		on       server
-		from, to server
-	}{
-		{"CouchDB pulls from settee", couch, settee, couch},
-		{"settee pulls from CouchDB", settee, couch, settee},
-		{"CouchDB pushes to settee", couch, couch, settee},
-		{"settee pushes to CouchDB", settee, settee, couch},
-	} {
+	for _, dir := range directions(settee, couch) {
 		t.Run(dir.name, func(t *testing.T) {
 			tdb := "c-" + strings.ReplaceAll(strings.ToLower(dir.name), " ", "-")
 			docID := "rep-" + tdb
@@ -249,5 +231,23 @@ func TestContinuous(t *testing.T) {
 				t.Fatalf("a doc written after the job stopped was replicated: %d", st)
 			}
 		})
+	}
+}
+
+// direction is one replication between the two: whose replicator runs
+// it, from which to which.
+type direction struct {
+	name     string
+	on       server
+	from, to server
+}
+
+// directions are the four ways: each replicator pulls and pushes.
+func directions(settee, couch server) []direction {
+	return []direction{
+		{"CouchDB pulls from settee", couch, settee, couch},
+		{"settee pulls from CouchDB", settee, couch, settee},
+		{"CouchDB pushes to settee", couch, couch, settee},
+		{"settee pushes to CouchDB", settee, settee, couch},
 	}
 }
