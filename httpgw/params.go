@@ -18,7 +18,7 @@ func boolParam(rq *req, name string, def bool) (bool, error) {
 	case "false":
 		return false, nil
 	}
-	return false, newErr(400, "query_parse_error", "Invalid boolean parameter: \""+v[len(v)-1]+"\"")
+	return false, newErr(400, "query_parse_error", "Invalid boolean parameter: "+erlString(v[len(v)-1]))
 }
 
 func intParam(rq *req, name string, def int) (int, error) {
@@ -29,10 +29,10 @@ func intParam(rq *req, name string, def int) (int, error) {
 	s := v[len(v)-1]
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, newErr(400, "query_parse_error", "Invalid value for integer: \""+s+"\"")
+		return 0, newErr(400, "query_parse_error", "Invalid value for integer: "+erlString(s))
 	}
 	if n < 0 {
-		return 0, newErr(400, "query_parse_error", "Invalid value for positive integer: \""+s+"\"")
+		return 0, newErr(400, "query_parse_error", "Invalid value for positive integer: "+erlString(s))
 	}
 	return n, nil
 }
@@ -67,4 +67,13 @@ func stringKey(rq *req, names ...string) (string, bool, error) {
 		return "", false, newErr(400, "query_parse_error", "Invalid key: must be a string")
 	}
 	return s, true, nil
+}
+
+// erlString is a parameter's value as CouchDB's reasons print it (Erlang's
+// ~p of a string): quoted, and the empty string as [] (an empty list).
+func erlString(s string) string {
+	if s == "" {
+		return "[]"
+	}
+	return strconv.Quote(s)
 }

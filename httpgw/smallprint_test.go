@@ -294,6 +294,10 @@ var smallPrintSteps = []wireStep{
 	{method: "GET", path: "/_scheduler/jobs?skip=-1", status: 400, err: "query_parse_error", reason: "skip not in range of [0,infinity]"},
 	{method: "GET", path: "/_scheduler/jobs?limit=1&skip=3", status: 200, inBody: `"offset":0`}, // skip, at most the count
 	{method: "GET", path: "/_scheduler/docs?limit=abc", status: 400, err: "query_parse_error", reason: `Invalid value for integer: "abc"`},
+	// an empty value is printed as Erlang prints an empty string
+	{method: "GET", path: "/{db}/_all_docs?descending=", status: 400, err: "query_parse_error", reason: "Invalid boolean parameter: []"},
+	{method: "GET", path: "/{db}/_all_docs?limit=", status: 400, err: "query_parse_error", reason: "Invalid value for integer: []"},
+	{method: "GET", path: "/{db}/_local_docs?skip=", status: 400, err: "query_parse_error", reason: "Invalid value for integer: []"},
 	// a doc read's options: only "true" counts, anything else is ignored
 	{method: "GET", path: "/{db}/src?revs=maybe&conflicts=1&revs_info=false&latest=no", status: 200, raw: `{"_id":"src","_rev":"1-23202479633c2b380f79507a776743d5","a":1}` + "\n"},
 }

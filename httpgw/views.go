@@ -97,7 +97,7 @@ func parseViewArgs(params []viewParam) (*viewArgs, error) {
 	groupSet := false
 	for _, p := range params {
 		v := p.value
-		quoted := strconv.Quote(v)
+		quoted := erlString(v)
 		if p.fromBody {
 			// a body member is JSON: strings are their text, and a
 			// number is shown as it is in errors
