@@ -140,7 +140,9 @@ func (fd *FollowsDoc) rewriteAtts(doc []byte, i int) ([]byte, bool) {
 			out = append(out, `,"encoded_length":`...)
 			out = strconv.AppendInt(out, int64(att.Len), 10)
 			out = append(out, `,"follows":true}`...)
-			att.Encoding = string(bytesTrimQuotes(encoding))
+			if json.Unmarshal(encoding, &att.Encoding) != nil {
+				return false
+			}
 		} else {
 			out = append(out, `"length":`...)
 			out = strconv.AppendInt(out, int64(att.Len), 10)
@@ -253,13 +255,6 @@ func WalkArray(b []byte, i int, f func(vs, ve int) bool) bool {
 		}
 		return ve
 	}) >= 0
-}
-
-func bytesTrimQuotes(b []byte) []byte {
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
-		return b[1 : len(b)-1]
-	}
-	return b
 }
 
 // Encoded reports whether some part is in the replicator's encoded form.

@@ -143,5 +143,14 @@ func AppendList(b []byte, n int) []byte {
 	return binary.BigEndian.AppendUint32(b, uint32(n))
 }
 
+// AppendByteList appends a proper list of integers 0..255, which
+// term_to_binary writes as a string (fewer than 65,536 of them, and at
+// least one: the empty list is AppendNil).
+func AppendByteList(b []byte, s []byte) []byte {
+	b = append(b, tagString)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
 // AppendNil appends the empty list (and a proper list's tail).
 func AppendNil(b []byte) []byte { return append(b, tagNil) }

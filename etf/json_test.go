@@ -15,7 +15,13 @@ import (
 // TestAppendJSON checks terms byte for byte against what
 // term_to_binary(jiffy:decode(JSON, [dedupe_keys]), [{minor_version, 1}])
 // gives on OTP 25 (revtree's tests check the md5s of such terms against
-// CouchDB's revisions).
+// CouchDB's revisions). The terms were printed by the erts and jiffy of
+// the CouchDB 3.5.2 kit (unpacked by ../shared/couchdb/start.sh):
+//
+//	cd /var/tmp/settee-couchdb-3.5.2/couchdb && E=$(ls -d erts-*) &&
+//	ROOTDIR=$PWD BINDIR=$PWD/$E/bin EMU=beam PROGNAME=erl $E/bin/erlexec \
+//	  -boot $PWD/releases/start_clean -noshell -pa $PWD/lib/jiffy-*/ebin -eval \
+//	  'io:format("~s~n", [binary:encode_hex(term_to_binary(jiffy:decode(<<"{\"a\":1}">>, [dedupe_keys]), [{minor_version,1}]))]), halt().'
 func TestAppendJSON(t *testing.T) {
 	cases := []struct{ json, term string }{
 		{`{}`, "6801 6a"},

@@ -3,6 +3,7 @@ package httpgw
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 )
@@ -132,18 +133,6 @@ func page(out []byte, list string, limit, skip int) []byte {
 		items = items[:limit]
 	}
 	b, _ := json.Marshal(items)
-	a[list] = b
-	a["offset"], _ = json.Marshal(offset)
-	res, err := json.Marshal(struct {
-		TotalRows json.RawMessage `json:"total_rows"`
-		Offset    json.RawMessage `json:"offset"`
-		Items     json.RawMessage `json:"-"`
-	}{a["total_rows"], a["offset"], nil})
-	if err != nil {
-		return out
-	}
-	// {"total_rows":…,"offset":…,"<list>":[…]} in CouchDB's order
-	res = append(res[:len(res)-1], `,"`+list+`":`...)
-	res = append(res, b...)
-	return append(res, '}', '\n')
+	// {"total_rows":…,"offset":…,"<list>":[…]}, in CouchDB's order
+	return fmt.Appendf(nil, "{\"total_rows\":%s,\"offset\":%d,%q:%s}\n", a["total_rows"], offset, list, b)
 }

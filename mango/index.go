@@ -169,7 +169,7 @@ func dedupeFields(fs []SortField) []SortField {
 // not given). So a name given changes the default ddoc id, and so does
 // "w". Checked against CouchDB 3.5.2 (TestIndexNames).
 func genName(def any, opts []any) string {
-	sum := sha1.Sum(etf(tuple{def, opts}))
+	sum := sha1.Sum(termToBinary(tuple{def, opts}))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -133,18 +133,21 @@ func (e *HTTPEndpoint) do(ctx context.Context, method, path string, q url.Values
 // doubling delays, and returns a 2xx answer's body or an *HTTPError (404
 // wrapped in ErrNotFound).
 func (e *HTTPEndpoint) doBody(ctx context.Context, method, path string, q url.Values, body *body) ([]byte, error) {
-	_, b, err := e.request(ctx, method, path, q, body, false)
+	_, b, err := e.request(ctx, method, path, q, body, false, nil)
 	return b, err
 }
 
 // open is doBody for an answer read as a stream: it returns the 2xx
 // response with its body unread (the caller closes it).
 func (e *HTTPEndpoint) open(ctx context.Context, method, path string, q url.Values, body *body) (*http.Response, error) {
-	resp, _, err := e.request(ctx, method, path, q, body, true)
+	resp, _, err := e.request(ctx, method, path, q, body, true, nil)
 	return resp, err
 }
 
-func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.Values, body *body, stream bool) (*http.Response, []byte, error) {
+// request sends a request, with the endpoint's headers and hdr's, retried
+// on network errors and 5xx answers; with stream set a 2xx answer is
+// returned unread.
+func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.Values, body *body, stream bool, hdr http.Header) (*http.Response, []byte, error) {
 	u := e.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -152,7 +155,7 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 	where := strings.TrimSuffix(e.name, "/") + path
 	wait := e.backoff()
 	for attempt := 0; ; attempt++ {
-		resp, b, status, err := e.once(ctx, method, u, where, body, stream)
+		resp, b, status, err := e.once(ctx, method, u, where, body, stream, hdr)
 		retry := err != nil || status >= 500 || status == 429
 		if err == nil && status < 300 {
 			return resp, b, nil
@@ -190,7 +193,7 @@ func (e *HTTPEndpoint) request(ctx context.Context, method, path string, q url.V
 
 // once sends a request and reads the answer, or with stream set returns a
 // 2xx answer unread (its body keeps the watchdog until closed).
-func (e *HTTPEndpoint) once(ctx context.Context, method, u, where string, body *body, stream bool) (*http.Response, []byte, int, error) {
+func (e *HTTPEndpoint) once(ctx context.Context, method, u, where string, body *body, stream bool, hdr http.Header) (*http.Response, []byte, int, error) {
 	ctx, wd := e.watch(ctx, where)
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
@@ -198,6 +201,9 @@ func (e *HTTPEndpoint) once(ctx context.Context, method, u, where string, body *
 		return nil, nil, 0, err
 	}
 	for k, v := range e.headers {
+		req.Header[k] = v
+	}
+	for k, v := range hdr {
 		req.Header[k] = v
 	}
 	if body != nil {

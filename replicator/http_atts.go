@@ -108,35 +108,23 @@ func (e *HTTPEndpoint) encodeAtts(ctx context.Context, id string, doc []byte) []
 }
 
 // storedAtt reads an attachment's stored bytes (encoded as encoding says)
-// from the source; nil when the source will not answer them so.
+// from the source, with the endpoint's retries and timeout; nil when the
+// source will not answer them so.
 func (e *HTTPEndpoint) storedAtt(ctx context.Context, id, name, rev, encoding string) []byte {
-	u := e.base + docPath(id) + "/" + url.PathEscape(name) + "?rev=" + url.QueryEscape(rev)
-	for range 3 {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return nil
-		}
-		for k, v := range e.headers {
-			req.Header[k] = v
-		}
-		// set by hand, so the transport hands the bytes over undecoded
-		req.Header.Set("Accept-Encoding", encoding)
-		resp, err := e.client.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			continue
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		switch {
-		case err != nil || resp.StatusCode >= 500:
-			continue
-		case resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != encoding:
-			return nil
-		}
-		return b
+	path := docPath(id) + "/" + url.PathEscape(name)
+	// Accept-Encoding set by hand: the transport hands the bytes over
+	// undecoded
+	resp, _, err := e.request(ctx, http.MethodGet, path, url.Values{"rev": {rev}}, nil, true, http.Header{"Accept-Encoding": {encoding}})
+	if err != nil {
+		return nil
 	}
-	return nil
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != encoding {
+		return nil
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return b
 }

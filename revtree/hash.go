@@ -88,14 +88,10 @@ type termBuf struct {
 // hex digits are the 16 bytes they spell, anything else its text.
 func appendRevID(b []byte, h string) []byte {
 	if len(h) == 32 {
+		var src [32]byte // a copy on the stack: []byte(h) would allocate
 		var raw [16]byte
-		ok := true
-		for i := range raw {
-			hi, ok1 := unhex(h[2*i])
-			lo, ok2 := unhex(h[2*i+1])
-			raw[i], ok = hi<<4|lo, ok && ok1 && ok2
-		}
-		if ok {
+		copy(src[:], h)
+		if _, err := hex.Decode(raw[:], src[:]); err == nil {
 			return etf.AppendBinary(b, raw[:])
 		}
 	}
@@ -111,16 +107,4 @@ func appendMD5(b []byte, digest string) []byte {
 		}
 	}
 	return etf.AppendBinaryString(b, digest)
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }

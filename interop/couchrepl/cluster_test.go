@@ -60,6 +60,12 @@ func TestClusterReplication(t *testing.T) {
 		more := `{"docs":[{"_id":"while-down-1"},{"_id":"while-down-2"}]}`
 		sn[0].must(t, "POST", "/src/_bulk_docs", more, 201, 202)
 		cn[0].must(t, "POST", "/src/_bulk_docs", more, 201, 202)
+		// the targets were created through other nodes: a CouchDB node
+		// learns of a new database from the cluster's _dbs a little later
+		// (its replicator answered 401 "unauthorized to access or create
+		// database" once, as for a missing one)
+		waitFor(t, time.Minute, "CouchDB1 to know pulled", func() bool { return docCount(t, cn[0], "pulled") >= 0 })
+		waitFor(t, time.Minute, "settee2 to know spulled", func() bool { return docCount(t, sn[1], "spulled") >= 0 })
 		res := replicate(t, cn[0], map[string]any{"source": sn[1].dbURL("src"), "target": cn[0].dbURL("pulled")})
 		if h := history0(t, res); h["docs_written"].(float64) < 2 {
 			t.Fatalf("with a settee node down: %v", h)

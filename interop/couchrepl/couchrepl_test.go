@@ -11,6 +11,7 @@
 package couchrepl_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -176,17 +177,7 @@ func TestContinuous(t *testing.T) {
 			docID := "rep-" + tdb
 			dir.on.must(t, "PUT", "/_replicator/"+docID, map[string]any{
 				"source": dir.from.dbURL("src"), "target": dir.to.dbURL(tdb), "create_target": true, "continuous": true}, 201)
-			count := func() float64 {
-				st, out := dir.to.do(t, "GET", "/"+tdb, "", nil)
-				if st != 200 {
-					return -1
-				}
-				var info struct {
-					DocCount float64 `json:"doc_count"`
-				}
-				_ = jsonUnmarshal(out, &info)
-				return info.DocCount
-			}
+			count := func() float64 { return docCount(t, dir.to, tdb) }
 			src := dir.from.must(t, "GET", "/src", nil)["doc_count"].(float64)
 			waitFor(t, 2*time.Minute, "the first docs", func() bool { return count() == src })
 			// written while it runs
@@ -215,7 +206,7 @@ func TestContinuous(t *testing.T) {
 						DocID string `json:"doc_id"`
 					}
 				}
-				if jsonUnmarshal(dir.on.getRaw(t, "/_scheduler/jobs"), &jobs) != nil {
+				if json.Unmarshal(dir.on.getRaw(t, "/_scheduler/jobs"), &jobs) != nil {
 					return false
 				}
 				for _, j := range jobs.Jobs {

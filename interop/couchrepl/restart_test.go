@@ -1,6 +1,7 @@
 package couchrepl_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -25,17 +26,7 @@ func TestRestartMidway(t *testing.T) {
 	settee, couch := setteeServer(ss), couchServer(cs)
 	sc := fill(t, settee, "src", docs)
 	cc := fill(t, couch, "src", docs)
-	count := func(s server, db string) float64 {
-		st, out := s.do(t, "GET", "/"+db, "", nil)
-		if st != 200 {
-			return -1
-		}
-		var info struct {
-			DocCount float64 `json:"doc_count"`
-		}
-		_ = jsonUnmarshal(out, &info)
-		return info.DocCount
-	}
+	count := func(s server, db string) float64 { return docCount(t, s, db) }
 	restart := func() {
 		t.Helper()
 		ss.Restart(t) // down for as long as a node takes to close and open
@@ -68,7 +59,7 @@ func TestRestartMidway(t *testing.T) {
 			before = count(settee, "spulled")
 			st, out := settee.do(t, "GET", "/spulled/_local_docs", "", nil)
 			var ld struct{ Rows []any }
-			return st == 200 && jsonUnmarshal(out, &ld) == nil && len(ld.Rows) == 1 && before >= 200
+			return st == 200 && json.Unmarshal(out, &ld) == nil && len(ld.Rows) == 1 && before >= 200
 		})
 		if before >= src {
 			t.Skipf("the replication was done (%v docs) before the restart could come", before)
@@ -82,7 +73,7 @@ func TestRestartMidway(t *testing.T) {
 		waitFor(t, 30*time.Second, "the second session's checkpoint", func() bool {
 			ck = nil
 			var ld struct{ Rows []struct{ ID string } }
-			if jsonUnmarshal(settee.getRaw(t, "/spulled/_local_docs"), &ld) != nil || len(ld.Rows) != 1 {
+			if json.Unmarshal(settee.getRaw(t, "/spulled/_local_docs"), &ld) != nil || len(ld.Rows) != 1 {
 				return false
 			}
 			ck = settee.must(t, "GET", "/spulled/"+ld.Rows[0].ID, nil)
