@@ -35,6 +35,15 @@ func TestClusterReplication(t *testing.T) {
 	}
 	sCorpus := fill(t, sn[0], "src", 1000)
 	cCorpus := fill(t, cn[0], "src", 1000)
+	// src was made through the first node of each cluster: a CouchDB node
+	// learns of a new database from the cluster's _dbs a little later, and
+	// CouchDB's replicator reading through such a node answers 401
+	// "unauthorized to access or create database", as for a missing one
+	for i := range 3 {
+		for _, s := range []server{sn[i], cn[i]} {
+			waitFor(t, time.Minute, s.name+" to know src", func() bool { return docCount(t, s, "src") >= 0 })
+		}
+	}
 	runs := []struct {
 		name     string
 		on       server
@@ -60,10 +69,7 @@ func TestClusterReplication(t *testing.T) {
 		more := `{"docs":[{"_id":"while-down-1"},{"_id":"while-down-2"}]}`
 		sn[0].must(t, "POST", "/src/_bulk_docs", more, 201, 202)
 		cn[0].must(t, "POST", "/src/_bulk_docs", more, 201, 202)
-		// the targets were created through other nodes: a CouchDB node
-		// learns of a new database from the cluster's _dbs a little later
-		// (its replicator answered 401 "unauthorized to access or create
-		// database" once, as for a missing one)
+		// the targets were created through other nodes (see src above)
 		waitFor(t, time.Minute, "CouchDB1 to know pulled", func() bool { return docCount(t, cn[0], "pulled") >= 0 })
 		waitFor(t, time.Minute, "settee2 to know spulled", func() bool { return docCount(t, sn[1], "spulled") >= 0 })
 		res := replicate(t, cn[0], map[string]any{"source": sn[1].dbURL("src"), "target": cn[0].dbURL("pulled")})
