@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/settee/settee/internal/couchpath"
 	"github.com/spf13/cobra"
 )
 
@@ -145,7 +146,7 @@ func clusterCmd(o *opts) *cobra.Command {
 			}
 			for _, db := range dbs {
 				var sh struct{ Shards map[string][]string }
-				if c.do(o.ctx, "GET", "/"+url.PathEscape(db)+"/_shards", nil, &sh) == nil {
+				if c.do(o.ctx, "GET", "/"+couchpath.Escape(db)+"/_shards", nil, &sh) == nil {
 					for _, ns := range sh.Shards {
 						for _, n := range ns {
 							if s, ok := nodes[n]; ok {
@@ -159,7 +160,7 @@ func clusterCmd(o *opts) *cobra.Command {
 			for _, s := range nodes {
 				if s.Status == "up" {
 					var v struct{ Settee map[string]string }
-					if c.do(o.ctx, "GET", "/_node/"+url.PathEscape(s.Name)+"/_versions", nil, &v) == nil {
+					if c.do(o.ctx, "GET", "/_node/"+couchpath.Escape(s.Name)+"/_versions", nil, &v) == nil {
 						s.Version = v.Settee["version"]
 					}
 				}
@@ -208,7 +209,7 @@ func clusterCmd(o *opts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.do(o.ctx, "DELETE", "/_node/_local/_nodes/"+url.PathEscape(args[0]), nil, nil); err != nil {
+			if err := c.do(o.ctx, "DELETE", "/_node/_local/_nodes/"+couchpath.Escape(args[0]), nil, nil); err != nil {
 				return err
 			}
 			return o.print(map[string]any{"ok": true, "removed": args[0]}, func(w *tabwriter.Writer) { fmt.Fprintf(w, "removed %s\n", args[0]) })
@@ -241,7 +242,7 @@ func dbCmd(o *opts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := "/" + url.PathEscape(args[0])
+			path := "/" + couchpath.Escape(args[0])
 			var qs []string
 			if q > 0 {
 				qs = append(qs, "q="+strconv.Itoa(q))
@@ -266,7 +267,7 @@ func dbCmd(o *opts) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.do(o.ctx, "DELETE", "/"+url.PathEscape(args[0]), nil, nil); err != nil {
+			if err := c.do(o.ctx, "DELETE", "/"+couchpath.Escape(args[0]), nil, nil); err != nil {
 				return err
 			}
 			return o.print(map[string]any{"ok": true, "db": args[0]}, func(w *tabwriter.Writer) { fmt.Fprintf(w, "deleted %s\n", args[0]) })
@@ -278,7 +279,7 @@ func dbCmd(o *opts) *cobra.Command {
 				return err
 			}
 			var info map[string]any
-			if err := c.do(o.ctx, "GET", "/"+url.PathEscape(args[0]), nil, &info); err != nil {
+			if err := c.do(o.ctx, "GET", "/"+couchpath.Escape(args[0]), nil, &info); err != nil {
 				return err
 			}
 			return o.print(info, func(w *tabwriter.Writer) {
@@ -302,7 +303,7 @@ func dbCmd(o *opts) *cobra.Command {
 			var sh struct {
 				Shards map[string][]string `json:"shards"`
 			}
-			if err := c.do(o.ctx, "GET", "/"+url.PathEscape(args[0])+"/_shards", nil, &sh); err != nil {
+			if err := c.do(o.ctx, "GET", "/"+couchpath.Escape(args[0])+"/_shards", nil, &sh); err != nil {
 				return err
 			}
 			return o.print(sh, func(w *tabwriter.Writer) {
@@ -338,7 +339,7 @@ func compactCmd(o *opts) *cobra.Command {
 				return err
 			}
 			db := args[0]
-			if err := c.do(o.ctx, "POST", "/"+url.PathEscape(db)+"/_compact", map[string]any{}, nil); err != nil {
+			if err := c.do(o.ctx, "POST", "/"+couchpath.Escape(db)+"/_compact", map[string]any{}, nil); err != nil {
 				return err
 			}
 			if detach {
@@ -353,7 +354,7 @@ func compactCmd(o *opts) *cobra.Command {
 				var info struct {
 					CompactRunning bool `json:"compact_running"`
 				}
-				if err := c.do(o.ctx, "GET", "/"+url.PathEscape(db), nil, &info); err != nil {
+				if err := c.do(o.ctx, "GET", "/"+couchpath.Escape(db), nil, &info); err != nil {
 					return err
 				}
 				if bar != nil {
@@ -562,9 +563,9 @@ func configCmd(o *opts) *cobra.Command {
 	cfg := &cobra.Command{Use: "config", Short: "a node's runtime config (_config): get, set, delete"}
 	cfg.PersistentFlags().StringVar(&nodeName, "node", "_local", "the node whose config it is (a name from cluster status); another node is reached through this one")
 	path := func(parts ...string) string {
-		p := "/_node/" + url.PathEscape(nodeName) + "/_config"
+		p := "/_node/" + couchpath.Escape(nodeName) + "/_config"
 		for _, s := range parts {
-			p += "/" + url.PathEscape(s)
+			p += "/" + couchpath.Escape(s)
 		}
 		return p
 	}

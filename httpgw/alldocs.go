@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/settee/settee/couchdoc"
 
@@ -173,11 +174,13 @@ func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQ
 		if hasKeys {
 			offset = "null"
 		} else {
-			off, err := g.offset(rq, db, prefix, q)
+			off, err := g.offset(rq, db, q)
 			if err != nil {
 				return err
 			}
-			offset = strconv.FormatUint(off+uint64(q.Skip), 10)
+			// CouchDB's offset is at most total_rows, even where the
+			// rows before the start and the skip add up to more
+			offset = strconv.FormatUint(min(off+uint64(q.Skip), n), 10)
 		}
 	}
 	var seq string
@@ -235,8 +238,10 @@ func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQ
 	return nil
 }
 
-// offset counts the rows a range skips before its start key.
-func (g *Gateway) offset(rq *req, db, prefix string, q coordinator.RangeQuery) (uint64, error) {
+// offset counts the rows a range skips before its start key: all the
+// database's docs before it, for _design_docs too (CouchDB counts in the
+// one by-id tree the design docs share with the others).
+func (g *Gateway) offset(rq *req, db string, q coordinator.RangeQuery) (uint64, error) {
 	if !q.HasStart || q.Local {
 		return 0, nil
 	}
@@ -245,13 +250,6 @@ func (g *Gateway) offset(rq *req, db, prefix string, q coordinator.RangeQuery) (
 		cr.Lo, cr.HasLo, cr.LoInclusive = q.StartKey, true, false
 	} else {
 		cr.Hi, cr.HasHi, cr.HiInclusive = q.StartKey, true, false
-	}
-	if prefix == "_design/" {
-		if q.Descending {
-			cr.Hi, cr.HasHi = "_design0", true
-		} else {
-			cr.Lo, cr.HasLo, cr.LoInclusive = "_design/", true, true
-		}
 	}
 	return g.c.CountRange(rq.ctx, db, cr)
 }
@@ -343,6 +341,11 @@ func (g *Gateway) keysRows(rq *req, db, prefix string, keys []json.RawMessage, q
 			continue
 		}
 		sent++
+		if prefix != "" && (!valid[i] || !strings.HasPrefix(id, prefix)) {
+			// CouchDB drops a key outside _design_docs' (_local_docs')
+			// range from the answer, after it counted for skip and limit
+			continue
+		}
 		var row []byte
 		if !valid[i] {
 			row = append(append([]byte(`{"key":`), keys[i]...), `,"error":"not_found"}`...)

@@ -34,6 +34,7 @@ type authenticator struct {
 	mu    sync.Mutex
 	cache map[[32]byte]cached
 	confs authConfCache
+	lock  lockout
 }
 
 type cached struct {
@@ -89,7 +90,7 @@ func (a *authenticator) basicUser(rq *req) (*User, error) {
 	if !ok {
 		return nil, badRequest("Authorization header has invalid base64 value")
 	}
-	u, err := a.login(rq, name, pw)
+	u, err := a.login(rq, name, pw, false)
 	if err != nil {
 		return nil, err
 	}
@@ -100,21 +101,35 @@ func (a *authenticator) basicUser(rq *req) (*User, error) {
 
 // cookieUser is CouchDB's cookie handler: a valid AuthSession cookie
 // authenticates; a stale, forged or unknown one is ignored (the request
-// goes on anonymous), as CouchDB does.
+// goes on anonymous), as CouchDB does; one that does not even parse
+// (not base64url, fewer than three fields) fails the request.
 func (a *authenticator) cookieUser(rq *req, c *authConf) (*User, error) {
 	ck, err := rq.r.Cookie("AuthSession")
 	if err != nil || ck.Value == "" {
 		return nil, nil
 	}
-	return a.checkCookie(rq, c, ck.Value), nil
+	raw, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || strings.Count(string(raw), ":") < 2 {
+		return nil, errMalformedCookie
+	}
+	return a.checkCookie(rq, c, string(raw)), nil
 }
+
+var errMalformedCookie = badRequest("Malformed AuthSession cookie. Please clear your cookies.")
 
 // login verifies name and password against the server admins, then
 // _users. A verified password is cached (PBKDF2 is slow by design) with
 // the hash it matched, and a hit counts only while the account still has
 // that hash: a changed password, a deleted user or changed roles take
 // effect at the next request, not when the cache entry ages out.
-func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
+//
+// Failed logins count toward a lockout (lockout.go); CouchDB's basic auth
+// counts only those of an account that exists, its POST /_session all
+// (session).
+func (a *authenticator) login(rq *req, name, pw string, session bool) (*User, error) {
+	lc := a.conf().lockout
+	lk := lockKey{peer: lc.peer(rq), name: name}
+	known := false
 	key := a.key(name, pw)
 	a.mu.Lock()
 	c, hit := a.cache[key]
@@ -122,6 +137,14 @@ func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
 	hit = hit && time.Now().Before(c.expires)
 	for _, everyCopy := range []bool{false, true} {
 		user, cred := a.account(rq, name, everyCopy)
+		if !everyCopy {
+			if cred != nil {
+				lk.salt, known = cred.Salt, true
+			}
+			if a.lock.locked(a.g, lc, lk) {
+				return nil, errLockedOut
+			}
+		}
 		if cred != nil && (hit && c.derivedKey == cred.DerivedKey || cred.Verify(pw)) {
 			if !hit || c.derivedKey != cred.DerivedKey {
 				a.remember(name, pw, cred)
@@ -131,6 +154,9 @@ func (a *authenticator) login(rq *req, name, pw string) (*User, error) {
 		if user != nil && user.Admin && cred == a.g.serverAdmin(name) {
 			break // a server admin has no copies to ask
 		}
+	}
+	if known || session {
+		a.lock.failed(lc, lk)
 	}
 	return nil, errBadLogin
 }
@@ -232,15 +258,10 @@ func signedBy(c *authConf, payload, salt, sum string) bool {
 	return false
 }
 
-func (a *authenticator) checkCookie(rq *req, c *authConf, v string) *User {
-	raw, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return nil
-	}
-	parts := strings.Split(string(raw), ":")
-	if len(parts) < 3 {
-		return nil
-	}
+// checkCookie reads a decoded cookie, "name:hexTime:hmac" (cookieUser
+// checked it has the three fields).
+func (a *authenticator) checkCookie(rq *req, c *authConf, raw string) *User {
+	parts := strings.Split(raw, ":")
 	sum := parts[len(parts)-1]
 	ts := parts[len(parts)-2]
 	name := strings.Join(parts[:len(parts)-2], ":")
@@ -310,30 +331,44 @@ func (g *Gateway) handleSession(rq *req) error {
 		return g.writeJSON(rq, 200, map[string]any{"ok": true, "userCtx": ctx, "info": info})
 	case http.MethodPost:
 		var name, pw string
+		hasName := false
 		ct := rq.r.Header.Get("Content-Type")
 		switch {
 		case strings.HasPrefix(ct, "application/json"):
 			var body struct {
-				Name     string `json:"name"`
-				Password string `json:"password"`
+				Name     *string `json:"name"`
+				Password string  `json:"password"`
 			}
 			if err := g.decodeJSON(rq, &body); err != nil {
 				return err
 			}
-			name, pw = body.Name, body.Password
+			if body.Name != nil {
+				name, pw, hasName = *body.Name, body.Password, true
+			}
 		case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
 			if err := rq.r.ParseForm(); err != nil {
 				return badRequest("invalid form")
 			}
+			_, hasName = rq.r.PostForm["name"]
 			name, pw = rq.r.PostForm.Get("name"), rq.r.PostForm.Get("password")
 		default:
 			return newErr(415, "bad_content_type", "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'")
 		}
-		u, err := g.auth.login(rq, name, pw)
-		if err != nil {
-			return err
+		if !hasName {
+			return badRequest("request body must contain a username")
 		}
 		c := g.auth.conf()
+		u, err := g.auth.login(rq, name, pw, true)
+		if err != nil {
+			// CouchDB clears the session on a failed login, and sends a
+			// client that asked (?fail=) where it asked
+			g.setSessionCookie(rq, c, "")
+			if fail := rq.q.Get("fail"); fail != "" && strings.HasPrefix(fail, "/") {
+				rq.w.Header().Set("Location", g.base(rq)+fail)
+				return g.writeJSON(rq, 302, map[string]string{"error": "unauthorized", "reason": "Name or password is incorrect."})
+			}
+			return err
+		}
 		g.setSessionCookie(rq, c, g.auth.makeCookie(c, u.Name, g.auth.saltOf(rq, u.Name), time.Now()))
 		if next := rq.q.Get("next"); next != "" && strings.HasPrefix(next, "/") {
 			rq.w.Header().Set("Location", next)

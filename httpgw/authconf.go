@@ -32,6 +32,7 @@ type authConf struct {
 	retired []retiredSecret
 	jwt     *jwtConf
 	proxy   *proxyConf
+	lockout lockConf
 }
 
 // authConfCache holds the parsed authConf; readers load it, and the first
@@ -75,6 +76,7 @@ func (a *authenticator) loadConf(gen uint64) *authConf {
 		timeout: cfg.SessionTimeout, persistent: true, secret: cfg.CookieSecret,
 		iterations: auth.DefaultIterations}
 	s := cfg.Settings
+	c.lockout = loadLockConf(s)
 	if s == nil {
 		c.jwt, c.proxy = loadJWTConf(nil), loadProxyConf(nil)
 		return c

@@ -69,6 +69,15 @@ func (g *Gateway) handleNode(rq *req) error {
 		return g.proxyNode(rq, name)
 	}
 	rest := rq.segs[2:]
+	if len(rest) == 0 && name != "_local" {
+		// CouchDB: /_node/<its name> is that node's welcome, without the
+		// features and git_sha of /
+		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+			return methodNotAllowed("GET,HEAD")
+		}
+		return g.writeJSON(rq, 200, map[string]any{"couchdb": "Welcome", "uuid": g.cfg.UUID, "version": "3.5.2",
+			"vendor": map[string]string{"name": "settee", "version": g.cfg.Version}})
+	}
 	if len(rest) == 0 {
 		if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
 			return methodNotAllowed("GET,HEAD")
@@ -106,8 +115,22 @@ func (g *Gateway) handleNode(rq *req) error {
 			return g.handlePrometheus(rq)
 		}
 	}
+	// CouchDB serves the node's own shard files under /_node/_local/<db>;
+	// settee has none to show: a bad name is refused as CouchDB does, any
+	// other is a file the node does not have
+	if !reservedNodePath[rest[0]] {
+		if err := checkDBName(rest[0]); err != nil {
+			return err
+		}
+		return newErr(404, "not_found", "no_db_file")
+	}
 	return errMissing
 }
+
+// reservedNodePath names what /_node/_local/ serves besides node-local
+// databases (_config, _stats… are handled above for their methods).
+var reservedNodePath = map[string]bool{"_config": true, "_stats": true, "_system": true, "_versions": true,
+	"_prometheus": true, "_nodes": true, "_dbs": true, "_restart": true, "_smoosh": true}
 
 // handleNodesDB is the _nodes database view: one doc per member.
 func (g *Gateway) handleNodesDB(rq *req, rest []string) error {

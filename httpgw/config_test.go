@@ -2,6 +2,7 @@ package httpgw_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -302,13 +303,24 @@ func TestConfigLiveSettings(t *testing.T) {
 		t.Run(tc.section+"/"+tc.key, func(t *testing.T) {
 			path := "/_node/_local/_config/" + tc.section + "/" + tc.key
 			var start, old, v string
-			mustCall(t, s, 200, "GET", path, nil, &start)
+			// "" and 404 for a key CouchDB's default.ini leaves commented out
+			get := func(v *string) {
+				t.Helper()
+				*v = ""
+				var raw json.RawMessage
+				if st := call(t, s, "GET", path, nil, &raw); st == 200 {
+					_ = json.Unmarshal(raw, v)
+				} else if st != 404 {
+					t.Fatalf("GET %s: %d %s", path, st, raw)
+				}
+			}
+			get(&start)
 			var e struct{ Error string }
 			mustCall(t, s, 400, "PUT", path, `"`+tc.bad+`"`, &e)
 			if e.Error != "bad_request" {
 				t.Errorf("bad value: %+v", e)
 			}
-			mustCall(t, s, 200, "GET", path, nil, &v)
+			get(&v)
 			if v != start {
 				t.Fatalf("a refused value changed %q to %q", start, v)
 			}
@@ -321,7 +333,7 @@ func TestConfigLiveSettings(t *testing.T) {
 			if old != tc.value {
 				t.Errorf("DELETE answered %q", old)
 			}
-			mustCall(t, s, 200, "GET", path, nil, &v)
+			get(&v)
 			if v != start {
 				t.Errorf("after DELETE %q, want the start value %q", v, start)
 			}

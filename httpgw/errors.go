@@ -24,6 +24,9 @@ type couchError struct {
 	status int
 	code   string
 	reason string
+	// noReason: the body has no reason member (CouchDB's bare not_found
+	// of an unknown /_scheduler path is {"error":"not found"})
+	noReason bool
 }
 
 func (e *couchError) Error() string { return e.code + ": " + e.reason }
@@ -39,6 +42,7 @@ var (
 	errBadRev        = badRequest("Invalid rev format")
 	errDBNotFound    = newErr(404, "not_found", "Database does not exist.")
 	errMissing       = newErr(404, "not_found", "missing")
+	errNotFoundBare  = &couchError{status: 404, code: "not found", noReason: true}
 	errDeleted       = newErr(404, "not_found", "deleted")
 	errConflict      = newErr(409, "conflict", "Document update conflict.")
 	errUnauthorized  = newErr(401, "unauthorized", "You are not authorized to access this db.")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/settee/settee/internal/couchpath"
 )
 
 // stats counts what /_node/<name>/_stats reports, in CouchDB's shape
@@ -125,6 +127,11 @@ func (g *Gateway) handleVersions(rq *req) error {
 // proxyNode forwards /_node/<name>/... to the member of that name, with the
 // client's credentials: every node answers for every other.
 func (g *Gateway) proxyNode(rq *req, name string) error {
+	if name == "nonode@nohost" {
+		// Erlang's name for a node without distribution: CouchDB knows the
+		// name, so it answers as for a node that is down
+		return errNodeDown(name)
+	}
 	if g.cfg.Cluster == nil {
 		return errNoSuchNode(name)
 	}
@@ -150,10 +157,17 @@ func (g *Gateway) proxyNode(rq *req, name string) error {
 		// (segments escaped again: a _config key may hold a "/")
 		esc := make([]string, 0, len(rq.segs)-2)
 		for _, s := range rq.segs[2:] {
-			esc = append(esc, url.PathEscape(s))
+			esc = append(esc, couchpath.Escape(s))
 		}
-		raw := strings.TrimSuffix("/_node/_local/"+strings.Join(esc, "/"), "/")
-		out.URL.Path = strings.TrimSuffix("/_node/_local/"+strings.Join(rq.segs[2:], "/"), "/")
+		self := "_local"
+		if len(esc) == 0 {
+			self = couchpath.Escape(name) // its welcome, not its name
+		}
+		raw := strings.TrimSuffix("/_node/"+self+"/"+strings.Join(esc, "/"), "/")
+		out.URL.Path = strings.TrimSuffix("/_node/"+name+"/"+strings.Join(rq.segs[2:], "/"), "/")
+		if len(esc) != 0 {
+			out.URL.Path = strings.TrimSuffix("/_node/_local/"+strings.Join(rq.segs[2:], "/"), "/")
+		}
 		out.URL.RawPath = raw
 		p.ServeHTTP(rq.w, out)
 		return nil

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Replicator runs replications; node wires the replicator's scheduler in.
@@ -54,7 +56,7 @@ func (g *Gateway) handleScheduler(rq *req) error {
 	}
 	segs := rq.segs[1:]
 	if len(segs) == 0 {
-		return errMissing
+		return errNotFoundBare
 	}
 	switch {
 	case segs[0] == "jobs" && len(segs) == 1:
@@ -64,13 +66,10 @@ func (g *Gateway) handleScheduler(rq *req) error {
 		}
 		st, out := g.cfg.Replicator.Jobs(rq.ctx)
 		return g.writeJSON(rq, st, page(out, "jobs", limit, skip))
-	case segs[0] == "docs" && len(segs) <= 3:
-		db, id := "", ""
-		if len(segs) > 1 {
-			db = segs[1]
-		}
-		if len(segs) > 2 {
-			id = segs[2]
+	case segs[0] == "docs":
+		db, id, err := schedulerDocsPath(segs[1:])
+		if err != nil {
+			return err
 		}
 		limit, skip, err := schedulerPage(rq, false)
 		if err != nil {
@@ -82,7 +81,25 @@ func (g *Gateway) handleScheduler(rq *req) error {
 		}
 		return g.writeJSON(rq, st, out)
 	}
-	return errMissing
+	return errNotFoundBare
+}
+
+// schedulerDocsPath splits /_scheduler/docs/{db}[/{id}] as CouchDB: the
+// database is the path up to the first segment that is or ends in
+// _replicator (a db name may hold "/"), at most one segment may follow.
+func schedulerDocsPath(segs []string) (db, id string, err error) {
+	if len(segs) == 0 {
+		return "", "", nil
+	}
+	i := slices.IndexFunc(segs, func(s string) bool { return strings.HasSuffix(s, "_replicator") })
+	if i < 0 || len(segs)-i > 2 {
+		return "", "", badRequest("Invalid path")
+	}
+	db = strings.Join(segs[:i+1], "/")
+	if i+1 < len(segs) {
+		id = segs[i+1]
+	}
+	return db, id, nil
 }
 
 // schedulerPage reads limit and skip of /_scheduler/jobs (jobs: its own

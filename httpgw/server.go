@@ -20,6 +20,7 @@ import (
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchjs"
+	"github.com/settee/settee/internal/couchpath"
 	"github.com/settee/settee/tasks"
 	"github.com/settee/settee/views"
 )
@@ -245,7 +246,7 @@ func splitPath(p string) ([]string, error) {
 	}
 	parts := strings.Split(p, "/")
 	for i, s := range parts {
-		u, err := url.PathUnescape(s)
+		u, err := couchpath.Unescape(s)
 		if err != nil {
 			return nil, err
 		}
@@ -337,7 +338,11 @@ func (g *Gateway) fail(rq *req, err error) {
 	if ce.status == 401 && g.unauthorized(rq, ce) {
 		return
 	}
-	b, _ := json.Marshal(map[string]string{"error": ce.code, "reason": ce.reason})
+	body := map[string]string{"error": ce.code, "reason": ce.reason}
+	if ce.noReason {
+		delete(body, "reason")
+	}
+	b, _ := json.Marshal(body)
 	_ = g.writeJSON(rq, ce.status, append(b, '\n'))
 }
 

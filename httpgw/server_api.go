@@ -90,7 +90,7 @@ func (g *Gateway) handleUUIDs(rq *req) error {
 	return g.writeJSON(rq, 200, map[string]any{"uuids": out})
 }
 
-// dbRange filters db names with _all_dbs' startkey/endkey/limit/skip/descending.
+// dbRange filters db names with _all_dbs' startkey/endkey/key/limit/skip/descending.
 func dbRange(rq *req, names []string) ([]string, error) {
 	desc, err := boolParam(rq, "descending", false)
 	if err != nil {
@@ -107,6 +107,19 @@ func dbRange(rq *req, names []string) ([]string, error) {
 	incl, err := boolParam(rq, "inclusive_end", true)
 	if err != nil {
 		return nil, err
+	}
+	// key is the one name: it sets both ends, which startkey and endkey
+	// then override (CouchDB reads the parameters in order; settee reads
+	// key first)
+	if key, hasKey, err := stringKey(rq, "key", "key"); err != nil {
+		return nil, err
+	} else if hasKey {
+		if !hasStart {
+			start, hasStart = key, true
+		}
+		if !hasEnd {
+			end, hasEnd = key, true
+		}
 	}
 	limit, err := intParam(rq, "limit", -1)
 	if err != nil {

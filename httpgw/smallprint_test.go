@@ -23,7 +23,7 @@ type wireStep struct {
 	status              int
 	err, reason, inBody string            // "" : not checked
 	raw                 string            // the exact body, when set
-	rows                int               // rows in the answer, when > 0
+	rows                int               // rows in the answer, when > 0; -1: none
 	as                  string            // "user:password" to send, "-" for none; "": the admin
 	keep                string            // keeps the answer's "rev" as {keep} for the steps after
 	lags                bool              // CouchDB may answer it late (an eventually consistent cache)
@@ -151,9 +151,9 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 		if st.raw != "" && string(b) != st.raw {
 			t.Fatalf("%s: body %q, want %q", where, clip(b), st.raw)
 		}
-		if st.rows > 0 {
+		if st.rows != 0 {
 			var r struct{ Rows []json.RawMessage }
-			if json.Unmarshal(b, &r) != nil || len(r.Rows) != st.rows {
+			if json.Unmarshal(b, &r) != nil || len(r.Rows) != max(st.rows, 0) {
 				t.Fatalf("%s: answer %s, want %d rows", where, clip(b), st.rows)
 			}
 		}

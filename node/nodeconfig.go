@@ -92,6 +92,10 @@ type nodeConfig struct {
 
 	mu     sync.Mutex
 	start  map[string]map[string]string // defaults and flags
+	// unlisted holds the defaults CouchDB's default.ini leaves commented
+	// out: they are in force, but CouchDB's _config does not list them
+	// (GET of one is 404 unknown_config_value), and neither does settee's
+	unlisted map[string]map[string]string
 	stored map[string]map[string]string // written through _config
 	known  map[string]knownKey          // "section/key"
 
@@ -119,20 +123,28 @@ func setIn(m map[string]map[string]string, section, key, v string) {
 // loadConfig builds the config from the start values and what is stored;
 // it runs before the admin is loaded and the daemons start.
 func (n *Node) loadConfig() error {
-	c := &nodeConfig{n: n, start: map[string]map[string]string{}, stored: map[string]map[string]string{}}
+	c := &nodeConfig{n: n, start: map[string]map[string]string{}, stored: map[string]map[string]string{}, unlisted: map[string]map[string]string{}}
 	n.conf = c
 	cfg := n.cfg
 	st := func(s, k, v string) { setIn(c.start, s, k, v) }
-	st("couchdb", "max_document_size", strconv.FormatInt(cfg.MaxDocumentSize, 10))
+	// a flag that keeps CouchDB's default leaves the key unlisted
+	stOrUnlisted := func(s, k, v, couchDefault string) {
+		if v == couchDefault {
+			setIn(c.unlisted, s, k, v)
+			return
+		}
+		st(s, k, v)
+	}
+	stOrUnlisted("couchdb", "max_document_size", strconv.FormatInt(cfg.MaxDocumentSize, 10), "8000000")
 	maxAtt := "infinity"
 	if cfg.MaxAttachmentSize > 0 {
 		maxAtt = strconv.FormatInt(cfg.MaxAttachmentSize, 10)
 	}
-	st("couchdb", "max_attachment_size", maxAtt)
+	stOrUnlisted("couchdb", "max_attachment_size", maxAtt, "infinity")
 	st("cluster", "q", strconv.Itoa(cfg.Q))
 	st("cluster", "n", strconv.Itoa(cfg.N))
-	st("chttpd", "require_valid_user", "false")
-	st("chttpd", "require_valid_user_except_for_up", "false")
+	setIn(c.unlisted, "chttpd", "require_valid_user", "false")
+	setIn(c.unlisted, "chttpd", "require_valid_user_except_for_up", "false")
 	st("log", "level", "info")
 	if cfg.LogLevel != nil {
 		st("log", "level", levelName(cfg.LogLevel.Level()))
@@ -280,8 +292,8 @@ func (n *Node) loadConfig() error {
 			ok = false
 		}
 		if !ok {
-			v = c.start[s][k]
-		} else if sv := c.start[s][k]; sv != v {
+			v = c.startValue(s, k)
+		} else if sv := c.startValue(s, k); sv != v {
 			n.log.Info("config: stored value overrides the start value", "section", s, "key", k, "value", v, "start", sv)
 		}
 		if kk.apply != nil {
@@ -310,7 +322,16 @@ func (c *nodeConfig) value(section, key string) string {
 			return v
 		}
 	}
-	return c.start[section][key]
+	return c.startValue(section, key)
+}
+
+// startValue is what a key is when nothing is stored: its start value,
+// else its unlisted default; c.mu held or not needed.
+func (c *nodeConfig) startValue(section, key string) string {
+	if v, ok := c.start[section][key]; ok {
+		return v
+	}
+	return c.unlisted[section][key]
 }
 
 func (c *nodeConfig) intValue(section, key string) int {
@@ -462,6 +483,9 @@ func (n *Node) DeleteConfig(section, key string) (string, error) {
 	}
 	delete(c.stored[section], key)
 	startV, hasStart := c.start[section][key]
+	if !hasStart {
+		startV, hasStart = c.unlisted[section][key]
+	}
 	if kk, ok := c.known[section+"/"+key]; ok && kk.apply != nil && hasStart {
 		kk.apply(startV)
 	}

@@ -3,6 +3,7 @@ package node_test
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/settee/settee/internal/testserver"
@@ -21,7 +22,6 @@ func TestConfigLayers(t *testing.T) {
 		section, key, want string
 	}{
 		{"couchdb", "max_document_size", "1000"},
-		{"couchdb", "max_attachment_size", "infinity"},
 		{"cluster", "q", "3"},
 		{"cluster", "n", "3"},
 		{"log", "level", "info"},
@@ -29,10 +29,16 @@ func TestConfigLayers(t *testing.T) {
 		{"replicator", "max_jobs", "500"},
 		{"replicator", "interval", "60000"},
 		{"replicator", "connection_timeout", "30000"},
-		{"chttpd", "require_valid_user", "false"},
 	} {
 		if v, err := n.ConfigValue(tc.section, tc.key); err != nil || v != tc.want {
 			t.Errorf("%s/%s = %q %v, want %q", tc.section, tc.key, v, err, tc.want)
+		}
+	}
+	// in force but not listed, as CouchDB's default.ini has them commented out
+	for _, k := range []string{"couchdb/max_attachment_size", "chttpd/require_valid_user"} {
+		s, key, _ := strings.Cut(k, "/")
+		if v, err := n.ConfigValue(s, key); !errors.Is(err, node.ErrConfigNotFound) {
+			t.Errorf("%s = %q %v, want unknown_config_value as CouchDB", k, v, err)
 		}
 	}
 	if _, err := n.ConfigValue("nosuch", "k"); !errors.Is(err, node.ErrConfigNotFound) {

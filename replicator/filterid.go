@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/settee/settee/internal/couchpath"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -244,7 +244,7 @@ func (s *Scheduler) refreshFilters() {
 // designDoc reads a design doc over HTTP.
 func (e *HTTPEndpoint) designDoc(ctx context.Context, id string) ([]byte, error) {
 	name := strings.TrimPrefix(id, "_design/")
-	return e.do(ctx, http.MethodGet, "/_design/"+url.PathEscape(name), nil, nil)
+	return e.do(ctx, http.MethodGet, "/_design/"+couchpath.Escape(name), nil, nil)
 }
 
 // designDoc reads a design doc of this node's database.

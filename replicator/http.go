@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/settee/settee/internal/couchpath"
 )
 
 // transport is shared by every HTTP endpoint of the process: connections to
@@ -318,7 +320,7 @@ func dbMissing(err error) bool {
 
 func docPath(id string) string {
 	if rest, ok := strings.CutPrefix(id, "_design/"); ok {
-		return "/_design/" + url.PathEscape(rest)
+		return "/_design/" + couchpath.Escape(rest)
 	}
-	return "/" + url.PathEscape(id)
+	return "/" + couchpath.Escape(id)
 }

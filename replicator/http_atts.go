@@ -12,6 +12,7 @@ import (
 
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/internal/couchpath"
 )
 
 // encodeAtts rewrites the inline attachments of a fetched doc that the
@@ -111,7 +112,7 @@ func (e *HTTPEndpoint) encodeAtts(ctx context.Context, id string, doc []byte) []
 // from the source, with the endpoint's retries and timeout; nil when the
 // source will not answer them so.
 func (e *HTTPEndpoint) storedAtt(ctx context.Context, id, name, rev, encoding string) []byte {
-	path := docPath(id) + "/" + url.PathEscape(name)
+	path := docPath(id) + "/" + couchpath.Escape(name)
 	// Accept-Encoding set by hand: the transport hands the bytes over
 	// undecoded
 	resp, _, err := e.request(ctx, http.MethodGet, path, url.Values{"rev": {rev}}, nil, true, http.Header{"Accept-Encoding": {encoding}})

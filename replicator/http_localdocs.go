@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
+
+	"github.com/settee/settee/internal/couchpath"
 )
 
 func (e *HTTPEndpoint) GetLocal(ctx context.Context, id string) ([]byte, error) {
-	b, err := e.do(ctx, http.MethodGet, "/_local/"+url.PathEscape(id), nil, nil)
+	b, err := e.do(ctx, http.MethodGet, "/_local/"+couchpath.Escape(id), nil, nil)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
@@ -39,7 +40,7 @@ func (e *HTTPEndpoint) PutLocal(ctx context.Context, id string, body []byte) err
 		}
 		body = append(withRev, body[1:]...)
 	}
-	b, err := e.do(ctx, http.MethodPut, "/_local/"+url.PathEscape(id), nil, body)
+	b, err := e.do(ctx, http.MethodPut, "/_local/"+couchpath.Escape(id), nil, body)
 	if err != nil {
 		return err
 	}
