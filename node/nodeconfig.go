@@ -90,14 +90,14 @@ type knownKey struct {
 type nodeConfig struct {
 	n *Node
 
-	mu     sync.Mutex
-	start  map[string]map[string]string // defaults and flags
+	mu    sync.Mutex
+	start map[string]map[string]string // defaults and flags
 	// unlisted holds the defaults CouchDB's default.ini leaves commented
 	// out: they are in force, but CouchDB's _config does not list them
 	// (GET of one is 404 unknown_config_value), and neither does settee's
 	unlisted map[string]map[string]string
-	stored map[string]map[string]string // written through _config
-	known  map[string]knownKey          // "section/key"
+	stored   map[string]map[string]string // written through _config
+	known    map[string]knownKey          // "section/key"
 
 	// the live settings
 	maxDoc, maxAtt atomic.Int64
