@@ -119,10 +119,7 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	}
 	// w: copies that must commit for a 201 (CouchDB's write quorum; 0 is
 	// the database's default, n/2+1)
-	w, err := intParam(rq, "w", 0)
-	if err != nil {
-		return err
-	}
+	w := quorumParam(rq, "w")
 	rev := rq.q.Get("rev")
 	if im := strings.Trim(rq.r.Header.Get("If-Match"), `"`); rev == "" && im != "" {
 		rev = im

@@ -124,9 +124,7 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 	}
 	w := bd.W
 	if !bd.HasW {
-		if w, err = intParam(rq, "w", 0); err != nil {
-			return err
-		}
+		w = quorumParam(rq, "w")
 	}
 	written, err := g.c.UpdateDocs(rq.ctx, db, updates, newEdits, w)
 	if err != nil {

@@ -87,10 +87,7 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	latest := docFlag(rq, "latest")
 	// r: copies that must answer (CouchDB's read quorum; 0 is the
 	// database's default, n/2+1)
-	quorum, err := intParam(rq, "r", 0)
-	if err != nil {
-		return err
-	}
+	quorum := quorumParam(rq, "r")
 	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
 		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o, quorum)
@@ -99,7 +96,11 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		if _, err := revtree.ParseRev(rev); err != nil {
 			return errBadRev
 		}
-		m.Revs = []string{rev}
+		// CouchDB: with latest=true a doc GET answers the current winner,
+		// whatever rev names (a leaf of another branch, one it never had)
+		if !latest {
+			m.Revs = []string{rev}
+		}
 	}
 	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
 	if err != nil {
@@ -303,10 +304,7 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 	if err := g.checkAttSizes(u.Atts); err != nil {
 		return err
 	}
-	w, err := intParam(rq, "w", 0)
-	if err != nil {
-		return err
-	}
+	w := quorumParam(rq, "w")
 	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, newEdits, w)
 	if err != nil {
 		return err

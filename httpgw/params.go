@@ -37,6 +37,21 @@ func intParam(rq *req, name string, def int) (int, error) {
 	return n, nil
 }
 
+// quorumParam is r or w of a doc read or write: CouchDB takes a value that
+// is not a positive integer for the database's default (0 here), it never
+// refuses one.
+func quorumParam(rq *req, name string) int {
+	v := rq.q[name]
+	if len(v) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(v[len(v)-1])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // jsonParam decodes a JSON-valued query parameter (startkey, keys, ...),
 // trying each of names in order.
 func jsonParam(rq *req, v any, names ...string) (bool, error) {

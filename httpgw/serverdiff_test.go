@@ -85,6 +85,21 @@ var serverDiffSteps = []wireStep{
 	{method: "POST", path: "/{db}/_design_docs?limit=1", body: `{"keys":["z","_design/a"]}`, status: 200, inBody: `"offset":null`, rows: -1},
 	{method: "POST", path: "/{db}/_design_docs?skip=1", body: `{"keys":["_design/a","z","_design/b"]}`, status: 200, rows: 1},
 	{method: "POST", path: "/{db}/_local_docs", body: `{"keys":["_design/a","z","_local/x"]}`, status: 200, rows: 1},
+	// latest=true answers the winner, whatever rev says
+	{method: "POST", path: "/{db}/_bulk_docs", body: `{"new_edits":false,"docs":[{"_id":"lc","_rev":"1-aaaa","v":"a"},{"_id":"lc","_rev":"1-bbbb","v":"b"},` +
+		`{"_id":"lc","_rev":"2-cccc","_revisions":{"start":2,"ids":["cccc","aaaa"]},"_deleted":true},` +
+		`{"_id":"le","_rev":"1-aaaa","v":"a"},{"_id":"le","_rev":"2-cccc","_revisions":{"start":2,"ids":["cccc","aaaa"]},"_deleted":true}]}`, status: 201},
+	{method: "GET", path: "/{db}/lc?rev=1-aaaa&latest=true", status: 200, raw: `{"_id":"lc","_rev":"1-bbbb","v":"b"}` + "\n"},
+	{method: "GET", path: "/{db}/lc?rev=2-cccc&latest=true", status: 200, raw: `{"_id":"lc","_rev":"1-bbbb","v":"b"}` + "\n"},
+	{method: "GET", path: "/{db}/lc?rev=9-zzzz&latest=true", status: 200, raw: `{"_id":"lc","_rev":"1-bbbb","v":"b"}` + "\n"},
+	{method: "GET", path: "/{db}/lc?rev=2-cccc", status: 200, raw: `{"_id":"lc","_rev":"2-cccc","_deleted":true}` + "\n"},
+	{method: "GET", path: "/{db}/le?rev=1-aaaa&latest=true", status: 404, err: "not_found", reason: "deleted"},
+	{method: "GET", path: "/{db}/lc?rev=bad&latest=true", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	// r and w that are not positive integers stand for the defaults
+	{method: "GET", path: "/{db}/lc?r=abc", status: 200},
+	{method: "GET", path: "/{db}/lc?r=-1", status: 200},
+	{method: "PUT", path: "/{db}/qw?w=abc", body: `{}`, status: 201},
+	{method: "PUT", path: "/{db}/qw2?w=", body: `{}`, status: 201},
 }
 
 func TestServerDiff(t *testing.T) {

@@ -68,7 +68,7 @@ type Sequence struct {
 	File string `json:"-"`
 }
 
-//go:embed corpus/*.json deliberate.txt known.txt known-cluster.txt
+//go:embed corpus/*.json deliberate.txt known.txt known-cluster.txt recorded
 var embedded embed.FS
 
 // Corpus is the sequences of corpus/*.json, in file order, then in each

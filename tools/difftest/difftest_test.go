@@ -20,6 +20,7 @@ var (
 	seedFlag  = flag.Uint64("difftest.seed", 0, "the fuzzer's seed (0: from the clock)")
 	stepsFlag = flag.Int("difftest.steps", 30, "requests per fuzz sequence")
 	writeFlag = flag.Bool("difftest.write-known", false, "rewrite known.txt (known-cluster.txt for TestDiffCluster) from this run's undeclared and known differences (review the diff)")
+	recFlag   = flag.Bool("difftest.record", false, "TestDiffCorpus: write CouchDB's answers to the CI corpus to recorded/ (the recorded corpus TestDiffRecorded replays)")
 )
 
 // TestDiffCorpus runs the CI corpus (every sequence not marked slow) on a
@@ -42,6 +43,22 @@ func TestDiffCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	seqs = Select(seqs, "single", !*fullFlag)
+	if *recFlag {
+		if *fullFlag || *fuzzFlag > 0 {
+			t.Fatal("-difftest.record records the CI corpus: not with -difftest.full or -difftest.fuzz")
+		}
+		r.Record = map[string]*Recording{}
+		defer func() {
+			if t.Failed() {
+				t.Log("not recorded: the run failed")
+				return
+			}
+			if err := WriteRecordings("recorded", r.Record); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("recorded %d sequences in recorded/", len(r.Record))
+		}()
+	}
 	if *fuzzFlag > 0 {
 		seed := *seedFlag
 		if seed == 0 {
@@ -51,6 +68,33 @@ func TestDiffCorpus(t *testing.T) {
 		seqs = append(seqs, Fuzz(seed, *fuzzFlag, *stepsFlag, "single")...)
 	}
 	runAndCheck(t, r, seqs, "known.txt", !*fullFlag && *fuzzFlag == 0)
+}
+
+// TestDiffRecorded compares settee with the recorded corpus: CouchDB
+// 3.5.2's answers to the CI corpus, recorded by TestDiffCorpus
+// -difftest.record (recorded/). It needs no CouchDB, so it runs on every
+// machine; it fails as TestDiffCorpus does, and on a recording that is
+// missing or older than its sequence.
+func TestDiffRecorded(t *testing.T) {
+	recs, err := Recorded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := Corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs = Select(seqs, "single", true)
+	if err := CheckRecordings(seqs, recs); err != nil {
+		t.Fatal(err)
+	}
+	ss := testserver.Start(t)
+	r := &Runner{
+		Settee: Target{URLs: []string{ss.URL}, User: testserver.AdminUser, Password: testserver.AdminPassword},
+		Replay: recs,
+	}
+	// the same answers as the live run's, so the same counts
+	runAndCheck(t, r, seqs, "known.txt", true)
 }
 
 // runAndCheck runs seqs and checks the differences against the declared

@@ -50,6 +50,11 @@ type Runner struct {
 	Logger *slog.Logger
 	// Prefix starts the sequences' database names (default "dt-").
 	Prefix string
+	// Record, when not nil, gets each run sequence's CouchDB answers.
+	Record map[string]*Recording
+	// Replay, when not nil, answers for CouchDB: Couch is not asked, the
+	// sequence's recording gives its answers (see Recording).
+	Replay map[string]*Recording
 }
 
 // Result is one sequence's run.
@@ -99,16 +104,46 @@ func (r *Runner) DBNames(seq string) (string, string) {
 // Run runs seq on both targets and compares every step's answers.
 func (r *Runner) Run(ctx context.Context, seq Sequence) (Result, error) {
 	db, db2 := r.DBNames(seq.Name)
-	sides := [2]*side{{t: r.Couch}, {t: r.Settee}}
-	for _, s := range sides {
+	couch := r.Couch
+	var replay *Recording
+	if r.Replay != nil {
+		if replay = r.Replay[seq.Name]; replay == nil || len(replay.Steps) != len(seq.Steps) {
+			return Result{Seq: seq.Name}, fmt.Errorf("sequence %s: no recording of this version of it", seq.Name)
+		}
+		couch = Target{URLs: []string{replay.Base}}
+	}
+	var rec *Recording
+	if r.Record != nil {
+		rec = &Recording{Seq: seq.Name, Base: couch.URLs[0]}
+		r.Record[seq.Name] = rec
+	}
+	sides := [2]*side{{t: couch}, {t: r.Settee}}
+	for i, s := range sides {
 		s.vars = map[string]string{"db": db, "db2": db2}
+		if i == 0 && replay != nil {
+			s.setNodes(replay.Nodes)
+			continue
+		}
 		if err := r.nodeNames(ctx, s); err != nil {
 			return Result{Seq: seq.Name}, err
 		}
+		if i == 0 && rec != nil {
+			rec.Nodes = s.nodes()
+		}
 	}
-	cmp := newComparer(r.Couch.URLs, r.Settee.URLs)
+	// the CouchDB side's answer to step i: asked, or replayed
+	couchDo := func(st Step, i int) Answer {
+		if replay != nil {
+			return replay.Steps[i].answer(replay.Base)
+		}
+		return r.do(ctx, sides[0], st)
+	}
+	cmp := newComparer(couch.URLs, r.Settee.URLs)
 	drop := func() {
 		for _, s := range sides {
+			if s == sides[0] && replay != nil {
+				continue
+			}
 			for _, name := range []string{db, db2} {
 				a := r.do(ctx, s, Step{Method: "DELETE", Path: "/" + url.PathEscape(name)})
 				if a.Err != nil {
@@ -123,10 +158,13 @@ func (r *Runner) Run(ctx context.Context, seq Sequence) (Result, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		ca := r.do(ctx, sides[0], st)
+		ca := couchDo(st, i)
 		sa := r.do(ctx, sides[1], st)
 		if st.Retry > 0 && (st.Method == "GET" || st.Method == "HEAD") {
-			ca, sa = r.retry(ctx, st, sides, ca, sa)
+			ca, sa = r.retry(ctx, st, sides, ca, sa, func() Answer { return couchDo(st, i) })
+		}
+		if rec != nil {
+			rec.Steps = append(rec.Steps, recordAnswer(ca))
 		}
 		res.Requests++
 		cmp.cur = Diff{Seq: seq.Name, Step: i + 1, Name: st.Name, Method: st.Method, Path: st.Path}
@@ -140,6 +178,9 @@ func (r *Runner) Run(ctx context.Context, seq Sequence) (Result, error) {
 	}
 	for _, st := range seq.Cleanup {
 		for _, s := range sides {
+			if s == sides[0] && replay != nil {
+				continue
+			}
 			r.do(ctx, s, st)
 		}
 	}
@@ -150,12 +191,12 @@ func (r *Runner) Run(ctx context.Context, seq Sequence) (Result, error) {
 
 // retry asks each side again while its status differs from the other's
 // and it is a 404 (or both are), until the step's Retry ms have passed.
-func (r *Runner) retry(ctx context.Context, st Step, sides [2]*side, ca, sa Answer) (Answer, Answer) {
+func (r *Runner) retry(ctx context.Context, st Step, sides [2]*side, ca, sa Answer, couchDo func() Answer) (Answer, Answer) {
 	deadline := time.Now().Add(time.Duration(st.Retry) * time.Millisecond)
 	for ca.Status != sa.Status && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 		if ca.Status == http.StatusNotFound || sa.Status != http.StatusNotFound {
-			ca = r.do(ctx, sides[0], st)
+			ca = couchDo()
 		}
 		if sa.Status == http.StatusNotFound || ca.Status != http.StatusNotFound {
 			sa = r.do(ctx, sides[1], st)
@@ -176,10 +217,25 @@ func (r *Runner) nodeNames(ctx context.Context, s *side) error {
 	if a.Status != 200 || json.Unmarshal(a.Body, &m) != nil {
 		return fmt.Errorf("%s/_membership: %d %s", s.t.URLs[0], a.Status, clip(string(a.Body)))
 	}
-	for i, n := range m.ClusterNodes {
+	s.setNodes(m.ClusterNodes)
+	return nil
+}
+
+func (s *side) setNodes(names []string) {
+	for i, n := range names {
 		s.vars[fmt.Sprintf("node%d", i+1)] = n
 	}
-	return nil
+}
+
+func (s *side) nodes() []string {
+	var out []string
+	for i := 1; ; i++ {
+		n, ok := s.vars[fmt.Sprintf("node%d", i)]
+		if !ok {
+			return out
+		}
+		out = append(out, n)
+	}
 }
 
 var placeholderRe = regexp.MustCompile(`\{([A-Za-z][A-Za-z0-9_]*)\}`)
