@@ -3,7 +3,6 @@ package httpgw
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +48,21 @@ type changesReq struct {
 func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	c := &changesReq{feed: "normal", limit: -1, timeout: DefaultChangesTimeout}
 	var err error
+	if rq.r.Method == http.MethodPost {
+		// a POST's body, when it has one, is a JSON object whatever the
+		// filter, read before the query is (chttpd_db:handle_changes_req)
+		if err := requireJSON(rq); err != nil {
+			return nil, err
+		}
+		if c.body, err = readBody(rq, g.cfg.MaxRequestSize); err != nil {
+			return nil, err
+		}
+		if len(c.body) > 0 {
+			if err := decodeObject(c.body, &map[string]json.RawMessage{}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if f := rq.q.Get("feed"); f != "" {
 		switch f {
 		case "normal", "longpoll", "continuous", "eventsource", "live":
@@ -117,25 +131,31 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	switch f {
 	case "":
 	case "_doc_ids":
+		// a POST's doc_ids are its body's (the query's are not read), a
+		// GET's the parameter's; either way a list of strings, or this
+		// reason (couch_changes:get_doc_ids)
+		const reason = "`doc_ids` filter parameter is not a list of doc ids."
 		var ids []string
 		if rq.r.Method == http.MethodPost {
 			var body struct {
-				DocIDs []string `json:"doc_ids"`
+				DocIDs []string "json:\"doc_ids\" reason:\"`doc_ids` filter parameter is not a list of doc ids.\""
 			}
-			b, err := readBody(rq, g.cfg.MaxRequestSize)
-			if err != nil {
+			if err := decodeObject(c.body, &body); err != nil {
 				return nil, err
 			}
-			if json.Unmarshal(b, &body) != nil {
+			if ids = body.DocIDs; ids == nil {
+				return nil, badRequest(reason)
+			}
+		} else {
+			raw := []byte("null")
+			if vs := rq.q["doc_ids"]; len(vs) > 0 {
+				raw = []byte(vs[len(vs)-1])
+			}
+			if !docjson.Valid(raw) {
 				return nil, errInvalidJSON
 			}
-			ids, c.body = body.DocIDs, b
-		}
-		if ids == nil {
-			if ok, err := jsonParam(rq, &ids, "doc_ids"); err != nil {
+			if err := decodeMember(raw, &ids, reason); err != nil {
 				return nil, err
-			} else if !ok && rq.r.Method != http.MethodPost {
-				return nil, badRequest("`doc_ids` filter parameter is not a list of doc ids.")
 			}
 		}
 		c.docIDs = make(map[string]bool, len(ids))
@@ -195,22 +215,9 @@ func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
 	if rq.r.Method != http.MethodPost {
 		return badRequest("Selector must be specified in POST payload")
 	}
-	if err := requireJSON(rq); err != nil {
-		return err
-	}
-	b, err := readBody(rq, g.cfg.MaxRequestSize)
-	if err != nil {
-		return err
-	}
 	var body map[string]json.RawMessage
-	if len(bytes.TrimSpace(b)) > 0 {
-		if err := json.Unmarshal(b, &body); err != nil {
-			var ute *json.UnmarshalTypeError
-			if errors.As(err, &ute) {
-				return badRequest("Request body must be a JSON object")
-			}
-			return errInvalidJSON
-		}
+	if err := decodeObject(c.body, &body); err != nil {
+		return err
 	}
 	raw := bytes.TrimSpace(body["selector"])
 	if len(raw) == 0 || raw[0] != '{' {
@@ -220,7 +227,7 @@ func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
 	if err != nil {
 		return err // a *mango.Error (errors.go)
 	}
-	c.selector, c.body = sel, b
+	c.selector = sel
 	return nil
 }
 

@@ -342,6 +342,9 @@ func (g *Gateway) handleRevsLimit(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
+		if !docjson.Valid(b) {
+			return errInvalidJSON // before the value's type (chttpd:json_body)
+		}
 		n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 32)
 		if err != nil || n == 0 {
 			return badRequest("Rev limit has to be an integer")

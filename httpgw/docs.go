@@ -1,7 +1,6 @@
 package httpgw
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -135,14 +134,12 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 	if spec == "all" {
 		m.OpenRevsAll = true
 	} else {
-		var revs []string
-		if err := json.Unmarshal([]byte(spec), &revs); err != nil {
+		if !docjson.Valid([]byte(spec)) {
 			return errInvalidJSON
 		}
-		for _, s := range revs {
-			if _, err := revtree.ParseRev(s); err != nil {
-				return errBadRev
-			}
+		revs, err := revList([]byte(spec))
+		if err != nil {
+			return err
 		}
 		if len(revs) == 0 && !mixed {
 			return g.writeJSON(rq, 200, []byte("[]\n"))
