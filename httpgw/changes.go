@@ -46,7 +46,7 @@ type changesReq struct {
 	// else its default, 10^15); sent counts the rows of earlier passes
 	seqBase int64
 	sent    int
-	doc         couchdoc.Options
+	doc     couchdoc.Options
 }
 
 func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
