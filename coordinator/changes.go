@@ -44,6 +44,9 @@ type ChangesQuery struct {
 	// most of a feed's cost to a replicator, which needs one per batch
 	// (CouchDB's seq_interval). Ignored when Descending.
 	SeqInterval int
+	// SeqShown, when set, says instead which rows get their Seq: the
+	// sent-th row emitted (from 0) does where it is true.
+	SeqShown func(sent int) bool
 }
 
 // ChangeRow is one row of a changes feed.
@@ -205,7 +208,11 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 				continue
 			}
 		}
-		if q.SeqInterval <= 1 || q.Descending || (sent+1)%q.SeqInterval == 0 {
+		if q.SeqShown != nil && !q.Descending {
+			if q.SeqShown(sent) {
+				cr.Seq = EncodeSeq(ranges, seqsAt(nodes, seqVec))
+			}
+		} else if q.SeqInterval <= 1 || q.Descending || (sent+1)%q.SeqInterval == 0 {
 			cr.Seq = EncodeSeq(ranges, seqsAt(nodes, seqVec))
 		}
 		if err := emit(cr); err != nil {

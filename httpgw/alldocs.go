@@ -29,9 +29,15 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
 	var hasKeys bool
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
+		var raw json.RawMessage
 		var err error
-		if hasKeys, err = jsonParam(rq, &keys, "keys"); err != nil {
+		if hasKeys, err = jsonParam(rq, &raw, "keys"); err != nil {
 			return err
+		}
+		if hasKeys {
+			if err := decodeMember(raw, &keys, "`keys` parameter must be an array."); err != nil {
+				return err
+			}
 		}
 	case http.MethodPost:
 		if err := requireJSON(rq); err != nil {
@@ -42,8 +48,8 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
 			return err
 		}
 		if raw, ok := body["keys"]; ok {
-			if err := json.Unmarshal(raw, &keys); err != nil {
-				return badRequest("`keys` body member must be an array.")
+			if err := decodeMember(raw, &keys, "`keys` body member must be an array."); err != nil {
+				return err
 			}
 			hasKeys = true
 		}
@@ -422,43 +428,65 @@ func (g *Gateway) handleAllDocsQueries(rq *req, db string) error {
 	if err := g.requireMember(rq, db); err != nil {
 		return err
 	}
-	if err := requireJSON(rq); err != nil {
-		return err
-	}
+	// no Content-Type check: chttpd_db has none for .../queries
 	var body struct {
-		Queries []map[string]json.RawMessage `json:"queries"`
+		Queries []json.RawMessage "json:\"queries\" reason:\"`queries` member must be an array.\""
 	}
 	if err := g.decodeJSON(rq, &body); err != nil {
 		return err
 	}
 	if body.Queries == nil {
-		return badRequest("`queries` member must exist.")
+		return badRequest("POST body must include `queries` parameter.")
 	}
-	w := newRowWriter(rq)
-	rq.w.Header().Set("Content-Type", "application/json")
-	rq.w.WriteHeader(200)
-	w.raw(`{"results":[`)
-	for i, qm := range body.Queries {
-		if i > 0 {
-			w.raw(",")
+	// every query is parsed before the answer starts: one that is wrong
+	// is the request's 400 (chttpd_db:multi_all_docs_view)
+	type query struct {
+		sub     *req
+		q       coordinator.RangeQuery
+		o       *rowOpts
+		keys    []json.RawMessage
+		hasKeys bool
+	}
+	queries := make([]query, len(body.Queries))
+	for i, raw := range body.Queries {
+		var qm map[string]json.RawMessage
+		if err := decodeMember(raw, &qm, "Each query must be a JSON object."); err != nil {
+			return err
 		}
 		sub := &req{w: rq.w, r: rq.r, ctx: rq.ctx, user: rq.user, segs: rq.segs, q: map[string][]string{}}
 		var keys []json.RawMessage
 		hasKeys := false
 		for k, v := range qm {
 			if k == "keys" {
-				_ = json.Unmarshal(v, &keys)
+				if err := decodeMember(v, &keys, ""); err != nil {
+					return newErr(400, "query_parse_error", "`keys` must be an array of strings.")
+				}
 				hasKeys = true
 				continue
 			}
 			sub.q.Set(k, string(v))
 		}
+		if hasKeys && len(keys) == 1 {
+			// a query's one key is read as key=K, a range with an
+			// offset, not as a keys lookup (CouchDB 3.5.2)
+			sub.q.Set("key", string(keys[0]))
+			keys, hasKeys = nil, false
+		}
 		q, o, err := g.parseRangeQuery(sub, "")
 		if err != nil {
-			w.raw(`{"error":"query_parse_error"}`)
-			continue
+			return err
 		}
-		_ = g.streamAllDocs(sub, db, "", q, o, keys, hasKeys, false, w)
+		queries[i] = query{sub, q, o, keys, hasKeys}
+	}
+	w := newRowWriter(rq)
+	rq.w.Header().Set("Content-Type", "application/json")
+	rq.w.WriteHeader(200)
+	w.raw(`{"results":[`)
+	for i, qu := range queries {
+		if i > 0 {
+			w.raw(",")
+		}
+		_ = g.streamAllDocs(qu.sub, db, "", qu.q, qu.o, qu.keys, qu.hasKeys, false, w)
 	}
 	w.raw("]}\n")
 	w.flush()

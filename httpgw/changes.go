@@ -3,7 +3,6 @@ package httpgw
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,12 +42,31 @@ type changesReq struct {
 	// much as the query does, so it goes into the ETag).
 	body        []byte
 	seqInterval int
-	doc         couchdoc.Options
+	// seqBase is where fabric's row countdown starts (the limit given,
+	// else its default, 10^15); sent counts the rows of earlier passes
+	seqBase int64
+	sent    int
+	doc     couchdoc.Options
 }
 
 func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
-	c := &changesReq{feed: "normal", limit: -1, timeout: DefaultChangesTimeout}
+	c := &changesReq{feed: "normal", limit: -1, timeout: DefaultChangesTimeout, seqBase: 1e15}
 	var err error
+	if rq.r.Method == http.MethodPost {
+		// a POST's body, when it has one, is a JSON object whatever the
+		// filter, read before the query is (chttpd_db:handle_changes_req)
+		if err := requireJSON(rq); err != nil {
+			return nil, err
+		}
+		if c.body, err = readBody(rq, g.cfg.MaxRequestSize); err != nil {
+			return nil, err
+		}
+		if len(c.body) > 0 {
+			if err := decodeObject(c.body, &map[string]json.RawMessage{}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if f := rq.q.Get("feed"); f != "" {
 		switch f {
 		case "normal", "longpoll", "continuous", "eventsource", "live":
@@ -71,8 +89,15 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 		// takes it quoted too
 		c.since = c.since[1 : n-1]
 	}
-	if c.limit, err = intParam(rq, "limit", -1); err != nil {
-		return nil, err
+	if vs := rq.q["limit"]; len(vs) > 0 {
+		// a negative limit is none (fabric's changes count down to
+		// exactly 0), not a 400
+		n, err := strconv.Atoi(vs[len(vs)-1])
+		if err != nil {
+			return nil, newErr(400, "query_parse_error", "Invalid value for integer: "+erlString(vs[len(vs)-1]))
+		}
+		c.limit = max(n, -1)
+		c.seqBase = int64(n)
 	}
 	// CouchDB's _changes takes these as true when they say "true" and
 	// ignores any other value (chttpd_db:parse_changes_query): no 400
@@ -117,25 +142,31 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 	switch f {
 	case "":
 	case "_doc_ids":
+		// a POST's doc_ids are its body's (the query's are not read), a
+		// GET's the parameter's; either way a list of strings, or this
+		// reason (couch_changes:get_doc_ids)
+		const reason = "`doc_ids` filter parameter is not a list of doc ids."
 		var ids []string
 		if rq.r.Method == http.MethodPost {
 			var body struct {
-				DocIDs []string `json:"doc_ids"`
+				DocIDs []string "json:\"doc_ids\" reason:\"`doc_ids` filter parameter is not a list of doc ids.\""
 			}
-			b, err := readBody(rq, g.cfg.MaxRequestSize)
-			if err != nil {
+			if err := decodeObject(c.body, &body); err != nil {
 				return nil, err
 			}
-			if json.Unmarshal(b, &body) != nil {
+			if ids = body.DocIDs; ids == nil {
+				return nil, badRequest(reason)
+			}
+		} else {
+			raw := []byte("null")
+			if vs := rq.q["doc_ids"]; len(vs) > 0 {
+				raw = []byte(vs[len(vs)-1])
+			}
+			if !docjson.Valid(raw) {
 				return nil, errInvalidJSON
 			}
-			ids, c.body = body.DocIDs, b
-		}
-		if ids == nil {
-			if ok, err := jsonParam(rq, &ids, "doc_ids"); err != nil {
+			if err := decodeMember(raw, &ids, reason); err != nil {
 				return nil, err
-			} else if !ok && rq.r.Method != http.MethodPost {
-				return nil, badRequest("`doc_ids` filter parameter is not a list of doc ids.")
 			}
 		}
 		c.docIDs = make(map[string]bool, len(ids))
@@ -195,22 +226,9 @@ func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
 	if rq.r.Method != http.MethodPost {
 		return badRequest("Selector must be specified in POST payload")
 	}
-	if err := requireJSON(rq); err != nil {
-		return err
-	}
-	b, err := readBody(rq, g.cfg.MaxRequestSize)
-	if err != nil {
-		return err
-	}
 	var body map[string]json.RawMessage
-	if len(bytes.TrimSpace(b)) > 0 {
-		if err := json.Unmarshal(b, &body); err != nil {
-			var ute *json.UnmarshalTypeError
-			if errors.As(err, &ute) {
-				return badRequest("Request body must be a JSON object")
-			}
-			return errInvalidJSON
-		}
+	if err := decodeObject(c.body, &body); err != nil {
+		return err
 	}
 	raw := bytes.TrimSpace(body["selector"])
 	if len(raw) == 0 || raw[0] != '{' {
@@ -220,7 +238,7 @@ func (g *Gateway) parseSelector(rq *req, c *changesReq) error {
 	if err != nil {
 		return err // a *mango.Error (errors.go)
 	}
-	c.selector, c.body = sel, b
+	c.selector = sel
 	return nil
 }
 
@@ -419,10 +437,15 @@ func (g *Gateway) waitChange(rq *req, db, since string, c *changesReq, w *rowWri
 // last seq and the pending count.
 func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.ChangesQuery, w *rowWriter, style string) (int, string, uint64, error) {
 	n, consumed := 0, 0
-	if !c.descending && style != "eventsource" {
-		// the coordinator encodes only the sequences that are shown (an
-		// event's id is its seq, always)
-		q.SeqInterval = c.seqInterval
+	// seq_interval: only some rows carry a sequence (the replicator asks
+	// for this to save work on big batches): those where fabric's
+	// countdown from the limit (10^15 without one) is a multiple of the
+	// interval; an event's id is its seq, always
+	var shown func(int) bool
+	if c.seqInterval > 1 && style != "eventsource" {
+		base, every := c.seqBase-int64(c.sent), int64(c.seqInterval)
+		shown = func(i int) bool { return (base-int64(i))%every == 0 }
+		q.SeqShown = shown // the coordinator encodes only those
 	}
 	base := q.Filter
 	q.Filter = func(i *pb.FullDocInfo) bool {
@@ -431,9 +454,7 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 	}
 	last, err := g.c.Changes(rq.ctx, db, q, func(r *coordinator.ChangeRow) error {
 		seq := r.Seq
-		if c.seqInterval > 1 && (n+1)%c.seqInterval != 0 {
-			// seq_interval: only every Nth row carries a sequence (the
-			// replicator asks for this to save work on big batches)
+		if shown != nil && !shown(n) {
 			seq = ""
 		}
 		var data [][]byte
@@ -463,21 +484,29 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 		n++
 		return w.err
 	})
+	c.sent += n
 	if err != nil {
 		return n, q.Since, 0, err
 	}
 	var pending uint64
-	if q.Limit >= 0 && n >= q.Limit && !c.descending {
+	switch {
+	case q.Limit >= 0 && n >= q.Limit && !c.descending:
 		// rows beyond the limit are pending
 		if rest, err := g.c.PendingAfter(rq.ctx, db, last); err == nil {
 			pending = rest
 		}
+	case q.Limit >= 0 && n >= q.Limit:
+		// descending, the rows the scan did not reach: fabric's shards
+		// count down from all their changes, one a row read
+		if all, err := g.c.PendingAfter(rq.ctx, db, "0"); err == nil && all > uint64(consumed) {
+			pending = all - uint64(consumed)
+		}
 	}
-	if consumed > n && c.selector == nil {
+	if consumed > n && c.selector == nil && c.jsFilter == nil && c.viewFilter == nil {
 		// doc_ids and _design: CouchDB looks their docs up instead of
 		// reading the feed, and counts every change it did not send as
-		// pending; for a selector it reads the feed, and counts only the
-		// changes after the last one read
+		// pending; for a selector, a filter function or a view it reads
+		// the feed, and counts only the changes after the last one read
 		pending += uint64(consumed - n)
 	}
 	return n, last, pending, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/settee/settee/auth"
+	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -77,13 +78,12 @@ func (g *Gateway) handlePurge(rq *req, db string) error {
 	if err != nil {
 		return err
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	tok, err := d.Token()
-	if err != nil {
+	if !docjson.Valid(b) {
 		return errInvalidJSON
 	}
-	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
-		return badRequest("Request body must be a JSON object")
+	d := json.NewDecoder(bytes.NewReader(b))
+	if tok, _ := d.Token(); tok != json.Delim('{') {
+		return errNotObject
 	}
 	var reqs []*pb.PurgeRequest
 	seen := map[string]int{}
@@ -94,9 +94,13 @@ func (g *Gateway) handlePurge(rq *req, db string) error {
 			return errInvalidJSON
 		}
 		id, _ := kt.(string)
-		var revs []string
-		if err := d.Decode(&revs); err != nil {
-			return badRequest("Document revisions must be a list of revision strings")
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return errInvalidJSON
+		}
+		revs, err := revList(raw)
+		if err != nil {
+			return err
 		}
 		revCount += len(revs)
 		if i, ok := seen[id]; ok {
@@ -164,6 +168,9 @@ func (g *Gateway) handlePurgedInfosLimit(rq *req, db string) error {
 		b, err := readBody(rq, 1024)
 		if err != nil {
 			return err
+		}
+		if !docjson.Valid(b) {
+			return errInvalidJSON // before the value's type (chttpd:json_body)
 		}
 		n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 63)
 		if err != nil || n == 0 {

@@ -89,18 +89,30 @@ func (g *Gateway) routeDB(rq *req) error {
 	case "_purged_infos_limit":
 		return g.handlePurgedInfosLimit(rq, db)
 	case "_local":
-		if len(rest) == 0 {
-			return errMissing
+		// chttpd_db:db_req's clauses: /db/_local and /db/_local/ name no
+		// doc, /db/_local/NAME/... is an attachment a local doc cannot have
+		switch {
+		case len(rest) == 0 || len(rest) == 1 && rest[0] == "":
+			return errBadLocalID
+		case len(rest) > 1:
+			return badRequest("_local documents do not accept attachments.")
 		}
-		return g.handleLocal(rq, db, "_local/"+strings.Join(rest, "/"))
+		return g.handleLocal(rq, db, "_local/"+rest[0])
 	case "_design":
-		if len(rest) == 0 {
-			return errMissing
+		if len(rest) == 0 || len(rest) == 1 && rest[0] == "" {
+			// /db/_design and /db/_design/ are the doc "_design"
+			// (CouchDB's path has no empty last segment): 404 to a
+			// read, "Only reserved document ids..." to a write
+			return g.handleDocOrAtt(rq, db, "_design", nil)
 		}
 		if len(rest) >= 2 && designPath(rest[1]) {
 			return g.handleDesignPath(rq, db, "_design/"+rest[0], rest[1:])
 		}
 		return g.handleDocOrAtt(rq, db, "_design/"+rest[0], rest[1:])
+	}
+	if strings.HasPrefix(second, "_local/") && len(rest) == 0 {
+		// only _design%2F is redirected: _local%2FNAME is the doc
+		return g.handleLocal(rq, db, second)
 	}
 	if strings.HasPrefix(second, "_design/") || strings.HasPrefix(second, "_local/") {
 		if rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead {
@@ -341,6 +353,9 @@ func (g *Gateway) handleRevsLimit(rq *req, db string) error {
 		b, err := readBody(rq, 1024)
 		if err != nil {
 			return err
+		}
+		if !docjson.Valid(b) {
+			return errInvalidJSON // before the value's type (chttpd:json_body)
 		}
 		n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 32)
 		if err != nil || n == 0 {

@@ -1,7 +1,6 @@
 package httpgw
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -136,14 +135,12 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 	if spec == "all" {
 		m.OpenRevsAll = true
 	} else {
-		var revs []string
-		if err := json.Unmarshal([]byte(spec), &revs); err != nil {
+		if !docjson.Valid([]byte(spec)) {
 			return errInvalidJSON
 		}
-		for _, s := range revs {
-			if _, err := revtree.ParseRev(s); err != nil {
-				return errBadRev
-			}
+		revs, err := revList([]byte(spec))
+		if err != nil {
+			return err
 		}
 		if len(revs) == 0 && !mixed {
 			return g.writeJSON(rq, 200, []byte("[]\n"))
@@ -467,24 +464,49 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 			return err
 		}
 	}
-	m := &pb.GetDoc{Id: id, WithAttsData: true}
-	if rev := rq.q.Get("rev"); rev != "" {
-		m.Revs = []string{rev}
-	}
-	r, err := g.c.GetDoc(rq.ctx, db, m)
-	if err != nil {
-		return err
-	}
-	if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
-		return errMissing
-	}
-	src := r.Bodies[0]
-	if len(m.Revs) == 0 && src.Deleted {
-		return errDeleted
+	// the source: a doc (at ?rev=) with its attachments, or a local doc
+	// (by its id alone, as a GET reads one)
+	src := &pb.RevBody{}
+	if strings.HasPrefix(id, "_local/") {
+		if _, ok := rq.q["rev"]; ok {
+			return errMissing
+		}
+		ld, err := g.c.GetLocal(rq.ctx, db, id)
+		if err != nil {
+			return err
+		}
+		src.Json = ld.Json
+	} else {
+		m := &pb.GetDoc{Id: id, WithAttsData: true}
+		if rev := rq.q.Get("rev"); rev != "" {
+			m.Revs = []string{rev}
+		}
+		r, err := g.c.GetDoc(rq.ctx, db, m)
+		if err != nil {
+			return err
+		}
+		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+			return errMissing
+		}
+		src = r.Bodies[0]
+		if len(m.Revs) == 0 && src.Deleted {
+			return errDeleted
+		}
 	}
 	d := &docjson.Doc{Body: src.Json}
 	if dq, err := url.ParseQuery(destQ); err == nil && dq.Get("rev") != "" {
 		d.Rev, d.HasRev = dq.Get("rev"), true
+	}
+	if strings.HasPrefix(destID, "_local/") {
+		// a local doc takes the body alone, its rev one past the one
+		// given (0-1 without), as a PUT of it does
+		rev, err := g.c.PutLocal(rq.ctx, db, &pb.PutLocal{Id: destID, Rev: d.Rev, Json: d.Body})
+		if err != nil {
+			return err
+		}
+		rq.w.Header().Set("ETag", `"`+rev+`"`)
+		rq.w.Header().Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(destID))
+		return g.writeJSON(rq, 201, okRev(destID, rev))
 	}
 	if db == usersDB {
 		if d, err = g.checkUserWrite(rq, destID, d, true); err != nil {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/settee/settee/couchdoc"
 
@@ -21,14 +22,30 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 	}
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
+		// a local doc is read by its id alone: any rev (its own too)
+		// and open_revs=all find nothing, as fabric:open_revs does not
+		// look at local docs; revs=true shows its one rev
+		if vs, ok := rq.q["rev"]; ok && len(vs) > 0 {
+			if !localRevFormat(vs[len(vs)-1]) {
+				return errBadRev
+			}
+			return errMissing
+		}
+		if rq.q.Get("open_revs") == "all" {
+			return errMissing
+		}
 		d, err := g.c.GetLocal(rq.ctx, db, id)
 		if err != nil {
 			return err
 		}
-		rev := "0-" + strconv.FormatUint(d.Rev, 10)
-		rb := &pb.RevBody{Rev: rev, Json: d.Json}
-		rq.w.Header().Set("ETag", `"`+rev+`"`)
-		return g.writeJSON(rq, 200, append(couchdoc.Append(nil, id, nil, rb, nil), '\n'))
+		n := strconv.FormatUint(d.Rev, 10)
+		rb := &pb.RevBody{Rev: "0-" + n, Json: d.Json}
+		rq.w.Header().Set("ETag", `"`+rb.Rev+`"`)
+		out := couchdoc.Append(nil, id, nil, rb, nil)
+		if docFlag(rq, "revs") {
+			out = append(out[:len(out)-1], `,"_revisions":{"start":0,"ids":["`+n+`"]}}`...)
+		}
+		return g.writeJSON(rq, 200, append(out, '\n'))
 	case http.MethodPut:
 		d, err := g.readDocBody(rq, g.maxDocumentSize()+1)
 		if err != nil {
@@ -49,8 +66,21 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		return g.writeJSON(rq, 201, okRev(id, rev))
 	case http.MethodDelete:
 		return g.deleteLocal(rq, db, id)
+	case "COPY":
+		return g.copyDoc(rq, db, id)
 	}
-	return methodNotAllowed("DELETE,GET,HEAD,PUT")
+	return methodNotAllowed("DELETE,GET,HEAD,PUT,COPY")
+}
+
+// localRevFormat reports whether s is a rev as couch_doc:parse_rev takes
+// one: digits, a dash, anything (a local doc's "0-N" too).
+func localRevFormat(s string) bool {
+	pos, _, ok := strings.Cut(s, "-")
+	if !ok || pos == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(pos, 10, 64)
+	return err == nil
 }
 
 func (g *Gateway) deleteLocal(rq *req, db, id string) error {

@@ -400,14 +400,12 @@ func requireJSON(rq *req) error {
 	return nil
 }
 
-// decodeJSON reads a small JSON request body into v.
+// decodeJSON reads a small JSON request body into v, a pointer to a
+// struct or a map, as decodeObject does.
 func (g *Gateway) decodeJSON(rq *req, v any) error {
 	b, err := readBody(rq, g.cfg.MaxRequestSize)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return errInvalidJSON
-	}
-	return nil
+	return decodeObject(b, v)
 }

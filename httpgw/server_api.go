@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/settee/settee/docjson"
 )
 
 // etagOf is a strong ETag over content.
@@ -179,6 +181,10 @@ func (g *Gateway) handleAllDBs(rq *req) error {
 	return g.writeJSON(rq, 200, append(b, '\n'))
 }
 
+// maxDBsInfoKeys is CouchDB's default [chttpd]
+// max_db_number_for_dbs_info_req: a POST /_dbs_info with more keys is a 400.
+const maxDBsInfoKeys = 100
+
 func (g *Gateway) handleDBsInfo(rq *req) error {
 	if len(rq.segs) > 1 {
 		return errMissing
@@ -186,19 +192,24 @@ func (g *Gateway) handleDBsInfo(rq *req) error {
 	if err := requireAdmin(rq); err != nil {
 		return err
 	}
-	var names []string
+	// keys as the request gave them: CouchDB looks up each and answers
+	// one that is not a database's name (1, null) not_found, echoing it
+	var keys []json.RawMessage
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
-		var err error
-		if names, err = dbRange(rq, g.dbs.AllDBs(rq.ctx)); err != nil {
+		names, err := dbRange(rq, g.dbs.AllDBs(rq.ctx))
+		if err != nil {
 			return err
+		}
+		for _, n := range names {
+			keys = append(keys, docjson.AppendString(nil, n))
 		}
 	case http.MethodPost:
 		if err := requireJSON(rq); err != nil {
 			return err
 		}
 		var body struct {
-			Keys []string `json:"keys"`
+			Keys []json.RawMessage "json:\"keys\" reason:\"`keys` member must be an array.\""
 		}
 		if err := g.decodeJSON(rq, &body); err != nil {
 			return err
@@ -206,18 +217,28 @@ func (g *Gateway) handleDBsInfo(rq *req) error {
 		if body.Keys == nil {
 			return badRequest("`keys` member must exist.")
 		}
-		names = body.Keys
+		if len(body.Keys) > maxDBsInfoKeys {
+			return badRequest("too_many_keys")
+		}
+		keys = body.Keys
 	default:
 		return methodNotAllowed("GET,HEAD,POST")
 	}
-	out := make([]map[string]any, 0, len(names))
-	for _, n := range names {
-		info, err := g.dbInfo(rq, n)
-		if err != nil {
-			out = append(out, map[string]any{"key": n, "error": "not_found"})
-			continue
+	type infoRow struct {
+		Key   json.RawMessage `json:"key"`
+		Info  json.RawMessage `json:"info,omitempty"`
+		Error string          `json:"error,omitempty"`
+	}
+	out := make([]infoRow, 0, len(keys))
+	for _, k := range keys {
+		var n string
+		if json.Unmarshal(k, &n) == nil {
+			if info, err := g.dbInfo(rq, n); err == nil {
+				out = append(out, infoRow{Key: k, Info: info})
+				continue
+			}
 		}
-		out = append(out, map[string]any{"key": n, "info": json.RawMessage(info)})
+		out = append(out, infoRow{Key: k, Error: "not_found"})
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

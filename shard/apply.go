@@ -3,6 +3,8 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -141,13 +143,26 @@ func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 	defer func() { w.txn.Discard() }()
 	res := applyResult{results: make([][]*pb.DocResult, len(g.batches))}
 	for bi, b := range g.batches {
-		out := make([]*pb.DocResult, 0, len(b.Docs))
-		for _, d := range b.Docs {
+		// a batch's docs take their seqs in id order, as CouchDB's
+		// updater merges a request's docs sorted by id; the results stay
+		// in the batch's order
+		order := make([]int, len(b.Docs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return strings.Compare(b.Docs[x].Id, b.Docs[y].Id) })
+		byDoc := make([]*pb.DocResult, len(b.Docs))
+		for _, i := range order {
+			d := b.Docs[i]
 			r, err := s.applyDoc(w, meta, d, b.NewEdits)
 			if err != nil {
 				res.err = fmt.Errorf("shard: apply %q: %w", d.Id, err)
 				return res
 			}
+			byDoc[i] = r
+		}
+		out := make([]*pb.DocResult, 0, len(b.Docs))
+		for _, r := range byDoc {
 			if r != nil {
 				out = append(out, r)
 			}

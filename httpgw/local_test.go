@@ -1,0 +1,48 @@
+package httpgw_test
+
+import (
+	"testing"
+
+	"github.com/settee/settee/internal/testserver"
+)
+
+// localDocSteps are the paths around _local docs and _design as
+// chttpd_db:db_req routes them (found by the differential tester).
+var localDocSteps = []wireStep{
+	{method: "PUT", path: "/{db}/_local/l1", body: `{"_rev":"0-9","v":1}`, status: 201, inBody: `"rev":"0-10"`},
+	{method: "PUT", path: "/{db}/src", body: `{"v":2}`, status: 201},
+	// a local doc is read by its id alone
+	{method: "GET", path: "/{db}/_local/l1?revs=true", status: 200,
+		raw: `{"_id":"_local/l1","_rev":"0-10","v":1,"_revisions":{"start":0,"ids":["10"]}}` + "\n"},
+	{method: "GET", path: "/{db}/_local/l1?rev=0-10", status: 404, err: "not_found", reason: "missing"},
+	{method: "GET", path: "/{db}/_local/l1?rev=0-2", status: 404, err: "not_found", reason: "missing"},
+	{method: "GET", path: "/{db}/_local/l1?rev=bad", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/_local/l1?open_revs=all", status: 404, err: "not_found", reason: "missing"},
+	// an encoded slash names the doc (only _design%2F is redirected)
+	{method: "GET", path: "/{db}/_local%2Fl1", status: 200, inBody: `"_rev":"0-10"`},
+	{method: "GET", path: "/{db}/_local", status: 400, err: "bad_request", reason: "Invalid _local document id."},
+	{method: "GET", path: "/{db}/_local/", status: 400, err: "bad_request", reason: "Invalid _local document id."},
+	{method: "PUT", path: "/{db}/_local/l1/att", body: `x`, hdr: map[string]string{"Content-Type": "text/plain"},
+		status: 400, err: "bad_request", reason: "_local documents do not accept attachments."},
+	// COPY from and to local docs: the body, a local rev one past the given one
+	{method: "COPY", path: "/{db}/_local/l1", hdr: map[string]string{"Destination": "_local/l2"}, status: 201,
+		raw: `{"ok":true,"id":"_local/l2","rev":"0-1"}` + "\n"},
+	{method: "COPY", path: "/{db}/_local/l1", hdr: map[string]string{"Destination": "_local/l2?rev=0-1"}, status: 201, inBody: `"rev":"0-2"`},
+	{method: "GET", path: "/{db}/_local/l2", status: 200, raw: `{"_id":"_local/l2","_rev":"0-2","v":1}` + "\n"},
+	{method: "COPY", path: "/{db}/src", hdr: map[string]string{"Destination": "_local/l3?rev=0-5"}, status: 201, inBody: `"rev":"0-6"`},
+	{method: "GET", path: "/{db}/_local/l3", status: 200, raw: `{"_id":"_local/l3","_rev":"0-6","v":2}` + "\n"},
+	{method: "COPY", path: "/{db}/_local/l1?rev=0-10", hdr: map[string]string{"Destination": "plain"}, status: 404, err: "not_found", reason: "missing"},
+	{method: "COPY", path: "/{db}/_local/l1", hdr: map[string]string{"Destination": "plain"}, status: 201, inBody: `"id":"plain"`},
+	// /db/_design and /db/_design/ are the doc "_design"
+	{method: "PUT", path: "/{db}/_design", body: `{}`, status: 400, err: "illegal_docid", reason: "Only reserved document ids may start with underscore."},
+	{method: "PUT", path: "/{db}/_design/", body: `{}`, status: 400, err: "illegal_docid", reason: "Only reserved document ids may start with underscore."},
+	{method: "GET", path: "/{db}/_design", status: 404, err: "not_found", reason: "missing"},
+}
+
+func TestLocalDocPaths(t *testing.T) {
+	s := testserver.Start(t)
+	mustCall(t, s, 201, "PUT", "/ld", nil, nil)
+	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ld", localDocSteps)
+}
+
+func TestLocalDocPathsAsCouchDB(t *testing.T) { runOnCouchDB(t, "ld", localDocSteps) }
