@@ -3,6 +3,9 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -114,4 +117,61 @@ func (c *Coordinator) Purge(ctx context.Context, db string, reqs []*pb.PurgeRequ
 func (c *Coordinator) SetPurgedInfosLimit(ctx context.Context, db string, limit uint64) error {
 	_, err := askAll[*pb.PurgedInfosLimitReply](ctx, c, db, &pb.SetPurgedInfosLimit{Limit: limit}, "purged_infos_limit")
 	return err
+}
+
+// PurgedInfos is GET /db/_purged_infos: the purge infos every copy keeps,
+// each (id, revs) once, in Erlang's term order of {Id, Revs} (the order of
+// the set CouchDB's fabric answers with, for a few dozen). A range needs
+// one copy's answer; a copy that does not answer is left out, as fabric
+// does while every range has one.
+func (c *Coordinator) PurgedInfos(ctx context.Context, db string) ([]*pb.PurgeInfo, error) {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	type sent struct {
+		f   *actor.Future
+		rng int
+	}
+	var futures []sent
+	to := actors.Timeout(ctx)
+	for i, r := range ranges {
+		for _, cp := range c.copies(r) {
+			futures = append(futures, sent{c.root.RequestFuture(c.pl.PID(cp), &pb.GetPurgedInfos{}, to), i})
+		}
+	}
+	answered := make([]bool, len(ranges))
+	var lastErr error
+	seen := map[string]bool{}
+	var out []*pb.PurgeInfo
+	for _, s := range futures {
+		r, err := actors.Await[*pb.PurgedInfos](ctx, s.f)
+		if err == nil && r.Error != nil {
+			err = r.Error
+		}
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		answered[s.rng] = true
+		for _, pi := range r.Infos {
+			k := pi.Id + "\x00" + strings.Join(pi.Revs, "\x00")
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, &pb.PurgeInfo{Id: pi.Id, Revs: pi.Revs})
+			}
+		}
+	}
+	for _, ok := range answered {
+		if !ok {
+			return nil, fmt.Errorf("coordinator: purged infos: no copy of a range answered: %w", lastErr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Id != out[j].Id {
+			return out[i].Id < out[j].Id
+		}
+		return slices.Compare(out[i].Revs, out[j].Revs) < 0
+	})
+	return out, nil
 }

@@ -147,6 +147,30 @@ func (g *Gateway) handlePurge(rq *req, db string) error {
 
 // handlePurgedInfosLimit reads or sets how many purge records each shard
 // keeps (default 1000).
+// handlePurgedInfos is GET /db/_purged_infos (CouchDB 3.5): every purge
+// the copies keep, {"id":…,"revs":[…]}, each once.
+func (g *Gateway) handlePurgedInfos(rq *req, db string) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return methodNotAllowed("GET")
+	}
+	if err := g.requireMember(rq, db); err != nil {
+		return err
+	}
+	infos, err := g.c.PurgedInfos(rq.ctx, db)
+	if err != nil {
+		return err
+	}
+	type info struct {
+		ID   string   `json:"id"`
+		Revs []string `json:"revs"`
+	}
+	out := make([]info, len(infos))
+	for i, pi := range infos {
+		out[i] = info{pi.Id, pi.Revs}
+	}
+	return g.writeJSON(rq, 200, map[string]any{"purged_infos": out})
+}
+
 func (g *Gateway) handlePurgedInfosLimit(rq *req, db string) error {
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:

@@ -88,6 +88,11 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handlePurge(rq, db)
 	case "_purged_infos_limit":
 		return g.handlePurgedInfosLimit(rq, db)
+	case "_purged_infos":
+		if len(rest) > 0 {
+			return errMissing
+		}
+		return g.handlePurgedInfos(rq, db)
 	case "_local":
 		// chttpd_db:db_req's clauses: /db/_local and /db/_local/ name no
 		// doc, /db/_local/NAME/... is an attachment a local doc cannot have

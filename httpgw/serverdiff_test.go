@@ -100,6 +100,16 @@ var serverDiffSteps = []wireStep{
 	{method: "GET", path: "/{db}/lc?r=-1", status: 200},
 	{method: "PUT", path: "/{db}/qw?w=abc", body: `{}`, status: 201},
 	{method: "PUT", path: "/{db}/qw2?w=", body: `{}`, status: 201},
+	// _purged_infos: every purge request, each (id, revs) once, revs in
+	// the order of their parsed form
+	{method: "PUT", path: "/{db}/pa", body: `{}`, status: 201},
+	{method: "POST", path: "/{db}/_purge", body: `{"pa":["1-bbb","1-967a00dff5e02add41819138abb3284d","1-aaa"],"pnone":["2-y","1-x"]}`, status: 201,
+		raw: `{"purge_seq":null,"purged":{"pa":["1-967a00dff5e02add41819138abb3284d"],"pnone":[]}}` + "\n"},
+	{method: "POST", path: "/{db}/_purge", body: `{"pnone":["1-x","2-y"]}`, status: 201},
+	{method: "GET", path: "/{db}/_purged_infos", status: 200,
+		raw: `{"purged_infos":[{"id":"pa","revs":["1-aaa","1-bbb","1-967a00dff5e02add41819138abb3284d"]},{"id":"pnone","revs":["1-x","2-y"]}]}` + "\n"},
+	{method: "POST", path: "/{db}/_purged_infos", status: 405, err: "method_not_allowed", reason: "Only GET allowed"},
+	{method: "GET", path: "/{db}/_purged_infos/x", status: 404, err: "not_found", reason: "missing"},
 }
 
 func TestServerDiff(t *testing.T) {

@@ -591,6 +591,96 @@ func (x *PurgeReply) GetError() *Error {
 	return nil
 }
 
+// GetPurgedInfos asks a shard copy for the purge infos it keeps (GET
+// /db/_purged_infos).
+type GetPurgedInfos struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPurgedInfos) Reset() {
+	*x = GetPurgedInfos{}
+	mi := &file_compact_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPurgedInfos) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPurgedInfos) ProtoMessage() {}
+
+func (x *GetPurgedInfos) ProtoReflect() protoreflect.Message {
+	mi := &file_compact_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPurgedInfos.ProtoReflect.Descriptor instead.
+func (*GetPurgedInfos) Descriptor() ([]byte, []int) {
+	return file_compact_proto_rawDescGZIP(), []int{10}
+}
+
+type PurgedInfos struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Infos         []*PurgeInfo           `protobuf:"bytes,1,rep,name=infos,proto3" json:"infos,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgedInfos) Reset() {
+	*x = PurgedInfos{}
+	mi := &file_compact_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgedInfos) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgedInfos) ProtoMessage() {}
+
+func (x *PurgedInfos) ProtoReflect() protoreflect.Message {
+	mi := &file_compact_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgedInfos.ProtoReflect.Descriptor instead.
+func (*PurgedInfos) Descriptor() ([]byte, []int) {
+	return file_compact_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PurgedInfos) GetInfos() []*PurgeInfo {
+	if x != nil {
+		return x.Infos
+	}
+	return nil
+}
+
+func (x *PurgedInfos) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // SetPurgedInfosLimit changes how many purge infos a shard keeps.
 type SetPurgedInfosLimit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -601,7 +691,7 @@ type SetPurgedInfosLimit struct {
 
 func (x *SetPurgedInfosLimit) Reset() {
 	*x = SetPurgedInfosLimit{}
-	mi := &file_compact_proto_msgTypes[10]
+	mi := &file_compact_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +703,7 @@ func (x *SetPurgedInfosLimit) String() string {
 func (*SetPurgedInfosLimit) ProtoMessage() {}
 
 func (x *SetPurgedInfosLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[10]
+	mi := &file_compact_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +716,7 @@ func (x *SetPurgedInfosLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPurgedInfosLimit.ProtoReflect.Descriptor instead.
 func (*SetPurgedInfosLimit) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{10}
+	return file_compact_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetPurgedInfosLimit) GetLimit() uint64 {
@@ -646,7 +736,7 @@ type PurgedInfosLimitReply struct {
 
 func (x *PurgedInfosLimitReply) Reset() {
 	*x = PurgedInfosLimitReply{}
-	mi := &file_compact_proto_msgTypes[11]
+	mi := &file_compact_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +748,7 @@ func (x *PurgedInfosLimitReply) String() string {
 func (*PurgedInfosLimitReply) ProtoMessage() {}
 
 func (x *PurgedInfosLimitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[11]
+	mi := &file_compact_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +761,7 @@ func (x *PurgedInfosLimitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgedInfosLimitReply.ProtoReflect.Descriptor instead.
 func (*PurgedInfosLimitReply) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{11}
+	return file_compact_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PurgedInfosLimitReply) GetLimit() uint64 {
@@ -730,7 +820,11 @@ const file_compact_proto_rawDesc = "" +
 	"PurgeReply\x12-\n" +
 	"\aresults\x18\x01 \x03(\v2\x13.settee.PurgeResultR\aresults\x12\x1b\n" +
 	"\tpurge_seq\x18\x02 \x01(\x04R\bpurgeSeq\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"+\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\x10\n" +
+	"\x0eGetPurgedInfos\"[\n" +
+	"\vPurgedInfos\x12'\n" +
+	"\x05infos\x18\x01 \x03(\v2\x11.settee.PurgeInfoR\x05infos\x12#\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"+\n" +
 	"\x13SetPurgedInfosLimit\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x04R\x05limit\"R\n" +
 	"\x15PurgedInfosLimitReply\x12\x14\n" +
@@ -749,7 +843,7 @@ func file_compact_proto_rawDescGZIP() []byte {
 	return file_compact_proto_rawDescData
 }
 
-var file_compact_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_compact_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_compact_proto_goTypes = []any{
 	(*ShardStats)(nil),            // 0: settee.ShardStats
 	(*PurgeInfo)(nil),             // 1: settee.PurgeInfo
@@ -761,22 +855,26 @@ var file_compact_proto_goTypes = []any{
 	(*PurgeDocs)(nil),             // 7: settee.PurgeDocs
 	(*PurgeResult)(nil),           // 8: settee.PurgeResult
 	(*PurgeReply)(nil),            // 9: settee.PurgeReply
-	(*SetPurgedInfosLimit)(nil),   // 10: settee.SetPurgedInfosLimit
-	(*PurgedInfosLimitReply)(nil), // 11: settee.PurgedInfosLimitReply
-	(*Error)(nil),                 // 12: settee.Error
+	(*GetPurgedInfos)(nil),        // 10: settee.GetPurgedInfos
+	(*PurgedInfos)(nil),           // 11: settee.PurgedInfos
+	(*SetPurgedInfosLimit)(nil),   // 12: settee.SetPurgedInfosLimit
+	(*PurgedInfosLimitReply)(nil), // 13: settee.PurgedInfosLimitReply
+	(*Error)(nil),                 // 14: settee.Error
 }
 var file_compact_proto_depIdxs = []int32{
-	12, // 0: settee.CompactStarted.error:type_name -> settee.Error
-	12, // 1: settee.DiskInfo.error:type_name -> settee.Error
+	14, // 0: settee.CompactStarted.error:type_name -> settee.Error
+	14, // 1: settee.DiskInfo.error:type_name -> settee.Error
 	6,  // 2: settee.PurgeDocs.docs:type_name -> settee.PurgeRequest
 	8,  // 3: settee.PurgeReply.results:type_name -> settee.PurgeResult
-	12, // 4: settee.PurgeReply.error:type_name -> settee.Error
-	12, // 5: settee.PurgedInfosLimitReply.error:type_name -> settee.Error
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	14, // 4: settee.PurgeReply.error:type_name -> settee.Error
+	1,  // 5: settee.PurgedInfos.infos:type_name -> settee.PurgeInfo
+	14, // 6: settee.PurgedInfos.error:type_name -> settee.Error
+	14, // 7: settee.PurgedInfosLimitReply.error:type_name -> settee.Error
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_compact_proto_init() }
@@ -791,7 +889,7 @@ func file_compact_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compact_proto_rawDesc), len(file_compact_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -207,6 +208,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *pb.GetDiskInfo:
 		a.diskInfo(ctx)
+	case *pb.GetPurgedInfos:
+		a.async(ctx, func() proto.Message {
+			infos, _, err := a.st.readPurges(0, math.MaxInt)
+			if err != nil {
+				return &pb.PurgedInfos{Error: perr("internal", err.Error())}
+			}
+			return &pb.PurgedInfos{Infos: infos}
+		})
 	case *pb.PurgeDocs:
 		a.pending = append(a.pending, item{purge: m, sender: ctx.Sender()})
 		a.maybeCommit(ctx)

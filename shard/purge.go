@@ -1,6 +1,11 @@
 package shard
 
 import (
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"strings"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dgraph-io/badger/v4"
@@ -18,7 +23,9 @@ const DefaultPurgedInfosLimit = 1000
 // doc left without revisions disappears (by-id and by-seq); one that keeps
 // some moves to a new seq. Each doc that lost revisions takes a purge seq
 // and a PurgeInfo record. Revs that are unknown or not leaves are not
-// reported as purged (CouchDB's answer).
+// reported as purged (CouchDB's answer). Every request takes a purge seq
+// and a PurgeInfo of the revs it named, whatever it purged, as in CouchDB
+// (a purge of an unknown doc is kept too: GET /db/_purged_infos shows it).
 func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, m *pb.PurgeDocs) (*pb.PurgeReply, error) {
 	reply := &pb.PurgeReply{}
 	for _, req := range m.Docs {
@@ -26,6 +33,10 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 		reply.Results = append(reply.Results, res)
 		info, infoLen, err := s.docInfoSized(w.txn, req.Id)
 		if err != nil {
+			return nil, err
+		}
+		meta.PurgeSeq++
+		if err := s.putPurgeInfo(w, meta, stats, &pb.PurgeInfo{PurgeSeq: meta.PurgeSeq, Id: req.Id, Revs: purgeInfoRevs(req.Revs)}); err != nil {
 			return nil, err
 		}
 		if info == nil || len(info.Nodes) == 0 {
@@ -80,10 +91,6 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			}
 		}
 		info.Nodes = nodes
-		meta.PurgeSeq++
-		if err := s.putPurgeInfo(w, meta, stats, &pb.PurgeInfo{PurgeSeq: meta.PurgeSeq, Id: req.Id, Revs: res.Purged}); err != nil {
-			return nil, err
-		}
 		if err := w.del(s.k.seq(oldSeq)); err != nil {
 			return nil, err
 		}
@@ -128,6 +135,42 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 	}
 	reply.PurgeSeq = meta.PurgeSeq
 	return reply, nil
+}
+
+// purgeInfoRevs are a request's revs as CouchDB keeps them in a purge info:
+// each once, in the order of its parsed revs ({Pos, Id}, the id's bytes
+// hex-decoded when it is 32 hex digits, else as written).
+func purgeInfoRevs(revs []string) []string {
+	type key struct {
+		pos int
+		id  string
+		rev string
+	}
+	keys := make([]key, 0, len(revs))
+	seen := map[string]bool{}
+	for _, r := range revs {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		p, id, _ := strings.Cut(r, "-")
+		pos, _ := strconv.Atoi(p)
+		if b, err := hex.DecodeString(id); err == nil && len(id) == 32 {
+			id = string(b)
+		}
+		keys = append(keys, key{pos, id, r})
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].pos != keys[j].pos {
+			return keys[i].pos < keys[j].pos
+		}
+		return keys[i].id < keys[j].id
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.rev
+	}
+	return out
 }
 
 func (s *store) putPurgeInfo(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, pi *pb.PurgeInfo) error {
