@@ -1,6 +1,7 @@
 package cdeflate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -307,13 +308,15 @@ func (z *Writer) longestMatch(curMatch int) int {
 	if nice > z.lookahead {
 		nice = z.lookahead
 	}
-	s := win[scan : scan+maxMatch+windowPad : scan+maxMatch+windowPad]
-	scanEnd1, scanEnd := s[bestLen-1], s[bestLen]
-	s0, s1 := s[0], s[1]
+	// zlib compares the bytes at best_len-1, best_len, 0 and 1 before
+	// the rest: the same four bytes, two at a time.
+	scanStart := binary.LittleEndian.Uint16(win[scan:])
+	scanEnd := binary.LittleEndian.Uint16(win[scan+bestLen-1:])
+	rest := win[scan+3 : scan+maxMatch+1]
 	for {
-		m := win[curMatch : curMatch+maxMatch+windowPad : curMatch+maxMatch+windowPad]
-		if m[bestLen] == scanEnd && m[bestLen-1] == scanEnd1 && m[0] == s0 && m[1] == s1 {
-			l := 3 + matchLen(s[3:maxMatch+1], m[3:maxMatch+1])
+		if binary.LittleEndian.Uint16(win[curMatch+bestLen-1:]) == scanEnd &&
+			binary.LittleEndian.Uint16(win[curMatch:]) == scanStart {
+			l := 3 + matchLen(rest, win[curMatch+3:])
 			if l > maxMatch {
 				l = maxMatch
 			}
@@ -323,7 +326,7 @@ func (z *Writer) longestMatch(curMatch int) int {
 				if l >= nice {
 					break
 				}
-				scanEnd1, scanEnd = s[bestLen-1], s[bestLen]
+				scanEnd = binary.LittleEndian.Uint16(win[scan+bestLen-1:])
 			}
 		}
 		curMatch = int(z.prev[curMatch&wMask])
