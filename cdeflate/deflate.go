@@ -97,11 +97,25 @@ func NewWriter(w io.Writer, level int) (*Writer, error) {
 	if level < 1 || level > 9 {
 		return nil, fmt.Errorf("%w: %d", ErrLevel, level)
 	}
-	z := &Writer{w: w, level: level, cfg: configTable[level]}
-	z.window = make([]byte, windowSize+windowPad)
+	z := &Writer{window: make([]byte, windowSize+windowPad)}
+	z.reset(w, level)
+	return z, nil
+}
+
+// Reset makes z a new Writer into w at z's level, as NewWriter would,
+// reusing its memory (about 250 KB).
+func (z *Writer) Reset(w io.Writer) {
+	window, level, out := z.window, z.level, z.bits.out[:0]
+	clear(window)
+	*z = Writer{window: window}
+	z.bits.out = out
+	z.reset(w, level)
+}
+
+func (z *Writer) reset(w io.Writer, level int) {
+	z.w, z.level, z.cfg = w, level, configTable[level]
 	z.matchLength, z.prevLength = minMatch-1, minMatch-1
 	z.trees.init()
-	return z, nil
 }
 
 // Gzip returns data gzipped at level as one zlib stream would write it.

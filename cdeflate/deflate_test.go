@@ -371,3 +371,41 @@ func docsText(b *testing.B) []byte {
 	}
 	return text[:64<<10]
 }
+
+// TestReset checks that a Writer reset after use writes what a new one
+// writes.
+func TestReset(t *testing.T) {
+	var out bytes.Buffer
+	z, err := NewWriter(&out, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, kind := range inputKinds {
+		in := genInput(kind, 40000+i*30000, 11)
+		out.Reset()
+		z.Reset(&out)
+		if _, err := z.Write(in); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := Gzip(in, 8)
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("%s after Reset: %s", kind, firstDiff(out.Bytes(), want))
+		}
+	}
+}
+
+// BenchmarkCdeflate8Small is an attachment of 100 bytes, Writer reused.
+func BenchmarkCdeflate8Small(b *testing.B) {
+	in := benchText[:100]
+	var out bytes.Buffer
+	z, _ := NewWriter(&out, 8)
+	for b.Loop() {
+		out.Reset()
+		z.Reset(&out)
+		z.Write(in)
+		z.Close()
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/settee/settee/cdeflate"
@@ -46,12 +47,36 @@ func compressible(contentType string) bool {
 func NewAttachment(name, contentType string, data []byte) *pb.Att {
 	a := &pb.Att{Name: name, ContentType: contentType, Data: data, Length: uint64(len(data))}
 	if compressible(contentType) {
-		if gz, err := cdeflate.Gzip(data, compressionLevel); err == nil {
+		if gz, err := gzipData(data); err == nil {
 			a.Data, a.Encoding, a.EncodedLength = gz, "gzip", uint64(len(gz))
 		}
 	}
 	a.Digest = Digest(a.Data)
 	return a
+}
+
+// gzipWriters keeps cdeflate's writers (a quarter of a megabyte each) for
+// the next attachment.
+var gzipWriters = sync.Pool{New: func() any {
+	z, err := cdeflate.NewWriter(io.Discard, compressionLevel)
+	if err != nil {
+		panic(err) // compressionLevel is a valid level
+	}
+	return z
+}}
+
+func gzipData(data []byte) ([]byte, error) {
+	z := gzipWriters.Get().(*cdeflate.Writer)
+	defer gzipWriters.Put(z)
+	var buf bytes.Buffer
+	z.Reset(&buf)
+	if _, err := z.Write(data); err != nil {
+		return nil, err
+	}
+	if err := z.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Digest is CouchDB's attachment digest of the stored bytes.
