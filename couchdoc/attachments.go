@@ -10,15 +10,20 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
+	"github.com/settee/settee/cdeflate"
 	pb "github.com/settee/settee/proto"
 )
 
 // CouchDB stores attachments of compressible types gzipped ([attachments]
 // compressible_types, compression_level 8): less disk, and a client that
 // accepts gzip gets the stored bytes as they are. The digest is of the
-// stored (encoded) bytes, as in CouchDB.
+// stored (encoded) bytes, as in CouchDB, and enters the revision id: the
+// bytes are C zlib's (cdeflate), so digests and revs are CouchDB's.
+// settee does not read compression_level from _config: always 8, and
+// never 0 (CouchDB's "store as it is").
 var compressibleTypes = []string{"text/", "application/javascript", "application/json", "application/xml"}
 
 const compressionLevel = 8
@@ -37,25 +42,41 @@ func compressible(contentType string) bool {
 }
 
 // NewAttachment builds a new attachment from identity data, gzipping it when its
-// type is compressible (always, as CouchDB: even tiny texts report
-// "encoding":"gzip").
+// type is compressible (always, as CouchDB: even an empty text is stored as
+// zlib's 20-byte gzip stream, "encoding":"gzip").
 func NewAttachment(name, contentType string, data []byte) *pb.Att {
 	a := &pb.Att{Name: name, ContentType: contentType, Data: data, Length: uint64(len(data))}
-	if compressible(contentType) && len(data) > 0 {
-		var buf bytes.Buffer
-		zw, err := gzip.NewWriterLevel(&buf, compressionLevel)
-		if err == nil {
-			_, err = zw.Write(data)
-		}
-		if err == nil {
-			err = zw.Close()
-		}
-		if err == nil {
-			a.Data, a.Encoding, a.EncodedLength = buf.Bytes(), "gzip", uint64(buf.Len())
+	if compressible(contentType) {
+		if gz, err := gzipData(data); err == nil {
+			a.Data, a.Encoding, a.EncodedLength = gz, "gzip", uint64(len(gz))
 		}
 	}
 	a.Digest = Digest(a.Data)
 	return a
+}
+
+// gzipWriters keeps cdeflate's writers (a quarter of a megabyte each) for
+// the next attachment.
+var gzipWriters = sync.Pool{New: func() any {
+	z, err := cdeflate.NewWriter(io.Discard, compressionLevel)
+	if err != nil {
+		panic(err) // compressionLevel is a valid level
+	}
+	return z
+}}
+
+func gzipData(data []byte) ([]byte, error) {
+	z := gzipWriters.Get().(*cdeflate.Writer)
+	defer gzipWriters.Put(z)
+	var buf bytes.Buffer
+	z.Reset(&buf)
+	if _, err := z.Write(data); err != nil {
+		return nil, err
+	}
+	if err := z.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Digest is CouchDB's attachment digest of the stored bytes.

@@ -20,9 +20,8 @@ import (
 // non-ASCII text, nesting, repeated keys, odd whitespace) created, edited
 // and deleted through _bulk_docs, PUT and DELETE, and docs with
 // attachments inline and uploaded on their own. Attachments are of types
-// CouchDB stores as they are: it gzips the compressible ones with zlib,
-// and the digest of those bytes is an input of the revision
-// (docs/interop.md).
+// CouchDB stores as they are; the compressible ones, which it gzips with
+// zlib, are TestCompressibleAttRevsAsCouchDB's.
 func TestRevIDsAsCouchDB(t *testing.T) {
 	cs := startCouchDB(t)
 	s := testserver.Start(t)

@@ -27,9 +27,8 @@ import (
 // on every copy.
 //
 // The digest is of the stored bytes: for an attachment of a
-// compressible type those are CouchDB's zlib output, which Go's deflate
-// does not reproduce byte for byte, so such a doc's revs differ from
-// CouchDB's (docs/interop.md).
+// compressible type those are CouchDB's zlib output, which settee makes
+// byte for byte too (cdeflate), so such a doc's revs are CouchDB's.
 func NewRevHash(deleted bool, parent *Rev, body []byte, atts []*pb.AttMeta) string {
 	tb := termBufs.Get().(*termBuf)
 	defer termBufs.Put(tb)
