@@ -1,0 +1,5 @@
+//go:build !race
+
+package cdeflate
+
+const raceOn = false
