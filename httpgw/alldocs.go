@@ -78,18 +78,31 @@ type rowOpts struct {
 
 func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuery, *rowOpts, error) {
 	q := coordinator.RangeQuery{Limit: -1, InclusiveEnd: true, Local: prefix == "_local/"}
+	// CouchDB reads the parameters in their order, as a view's: the
+	// first bad one is the error (keys is the handler's)
+	var ordered []viewParam
+	for _, p := range queryParams(rq) {
+		if p.name != "keys" {
+			ordered = append(ordered, p)
+		}
+	}
+	if _, err := parseViewArgs(ordered); err != nil {
+		return q, nil, err
+	}
 	var err error
-	var key string
-	var hasKey bool
-	if key, hasKey, err = stringKey(rq, "key"); err != nil {
+	key, keyBelow, hasKey, err := idKey(rq, "key")
+	if err != nil {
 		return q, nil, err
 	}
-	if q.StartKey, q.HasStart, err = stringKey(rq, "startkey", "start_key"); err != nil {
+	start, startBelow, hasStart, err := idKey(rq, "startkey", "start_key")
+	if err != nil {
 		return q, nil, err
 	}
-	if q.EndKey, q.HasEnd, err = stringKey(rq, "endkey", "end_key"); err != nil {
+	end, endBelow, hasEnd, err := idKey(rq, "endkey", "end_key")
+	if err != nil {
 		return q, nil, err
 	}
+	q.StartKey, q.HasStart, q.EndKey, q.HasEnd = start, hasStart, end, hasEnd
 	if q.Descending, err = boolParam(rq, "descending", false); err != nil {
 		return q, nil, err
 	}
@@ -104,6 +117,27 @@ func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuer
 	}
 	if hasKey {
 		q.StartKey, q.HasStart, q.EndKey, q.HasEnd, q.InclusiveEnd = key, true, key, true, true
+		startBelow, endBelow = keyBelow, keyBelow
+	}
+	// a key that is not a string sorts before every id (CouchDB compares
+	// ids in Erlang's term order, where binaries come last): a start
+	// below them all is no start going up, and the end of the range going
+	// down; an end below them all ends the range before its first id
+	// going up, and is no end going down. "" (no id is empty) stands for
+	// the place before the first id.
+	if startBelow {
+		if q.Descending {
+			q.StartKey, q.HasStart = "", true
+		} else {
+			q.StartKey, q.HasStart = "", false
+		}
+	}
+	if endBelow {
+		if q.Descending {
+			q.EndKey, q.HasEnd = "", false
+		} else {
+			q.EndKey, q.HasEnd, q.InclusiveEnd = "", true, false
+		}
 	}
 	// startkey_docid/endkey_docid break ties between equal keys; in
 	// _all_docs the key is the doc id, so they bound the range only when

@@ -68,20 +68,17 @@ func jsonParam(rq *req, v any, names ...string) (bool, error) {
 	return false, nil
 }
 
-// stringKey reads a JSON string key parameter; non-string keys in an id
-// index match nothing, so they are reported as absent only where CouchDB
-// ignores them.
-func stringKey(rq *req, names ...string) (string, bool, error) {
+// idKey reads a JSON key parameter of an index of doc ids: a string, or
+// (below) any other JSON value, which sorts before every id.
+func idKey(rq *req, names ...string) (key string, below, ok bool, err error) {
 	var raw json.RawMessage
-	ok, err := jsonParam(rq, &raw, names...)
-	if err != nil || !ok {
-		return "", false, err
+	if ok, err = jsonParam(rq, &raw, names...); err != nil || !ok {
+		return "", false, ok, err
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false, newErr(400, "query_parse_error", "Invalid key: must be a string")
+	if json.Unmarshal(raw, &key) != nil {
+		return "", true, true, nil
 	}
-	return s, true, nil
+	return key, false, true, nil
 }
 
 // erlString is a parameter's value as CouchDB's reasons print it (Erlang's

@@ -94,15 +94,20 @@ func (g *Gateway) handleUUIDs(rq *req) error {
 
 // dbRange filters db names with _all_dbs' startkey/endkey/key/limit/skip/descending.
 func dbRange(rq *req, names []string) ([]string, error) {
+	// CouchDB reads _all_dbs' parameters as a view query's (fabric's
+	// all_dbs takes #mrargs): every one is checked, in order
+	if _, err := parseViewArgs(queryParams(rq)); err != nil {
+		return nil, err
+	}
 	desc, err := boolParam(rq, "descending", false)
 	if err != nil {
 		return nil, err
 	}
-	start, hasStart, err := stringKey(rq, "startkey", "start_key")
+	start, startBelow, hasStart, err := idKey(rq, "startkey", "start_key")
 	if err != nil {
 		return nil, err
 	}
-	end, hasEnd, err := stringKey(rq, "endkey", "end_key")
+	end, endBelow, hasEnd, err := idKey(rq, "endkey", "end_key")
 	if err != nil {
 		return nil, err
 	}
@@ -113,16 +118,23 @@ func dbRange(rq *req, names []string) ([]string, error) {
 	// key is the one name: it sets both ends, which startkey and endkey
 	// then override (CouchDB reads the parameters in order; settee reads
 	// key first)
-	if key, hasKey, err := stringKey(rq, "key", "key"); err != nil {
+	if key, keyBelow, hasKey, err := idKey(rq, "key"); err != nil {
 		return nil, err
 	} else if hasKey {
 		if !hasStart {
-			start, hasStart = key, true
+			start, startBelow, hasStart = key, keyBelow, true
 		}
 		if !hasEnd {
-			end, hasEnd = key, true
+			end, endBelow, hasEnd = key, keyBelow, true
 		}
 	}
+	// a key that is not a string sorts before every name (as in
+	// _all_docs: parseRangeQuery)
+	if startBelow && desc || endBelow && !desc {
+		return []string{}, nil
+	}
+	hasStart = hasStart && !startBelow
+	hasEnd = hasEnd && !endBelow
 	limit, err := intParam(rq, "limit", -1)
 	if err != nil {
 		return nil, err

@@ -110,6 +110,20 @@ var serverDiffSteps = []wireStep{
 		raw: `{"purged_infos":[{"id":"pa","revs":["1-aaa","1-bbb","1-967a00dff5e02add41819138abb3284d"]},{"id":"pnone","revs":["1-x","2-y"]}]}` + "\n"},
 	{method: "POST", path: "/{db}/_purged_infos", status: 405, err: "method_not_allowed", reason: "Only GET allowed"},
 	{method: "GET", path: "/{db}/_purged_infos/x", status: 404, err: "not_found", reason: "missing"},
+	// a key that is not a string sorts before every id; parameters are
+	// read in their order
+	{method: "GET", path: "/{db}/_all_docs?startkey=1&limit=1", status: 200, rows: 1},
+	{method: "GET", path: "/{db}/_all_docs?startkey=%7B%7D&limit=1", status: 200, rows: 1},
+	{method: "GET", path: "/{db}/_all_docs?endkey=1", status: 200, inBody: `"offset":0,"rows":[`, rows: -1},
+	{method: "GET", path: "/{db}/_all_docs?key=null", status: 200, rows: -1},
+	{method: "GET", path: "/{db}/_all_docs?startkey=1&descending=true", status: 200, rows: -1},
+	{method: "GET", path: "/{db}/_all_docs?endkey=%5B%5D&descending=true&limit=2", status: 200, rows: 2},
+	{method: "GET", path: "/{db}/_all_docs?skip=-1&descending=&start_key=1", status: 400, err: "query_parse_error", reason: `Invalid value for positive integer: "-1"`},
+	{method: "GET", path: "/{db}/_all_docs?limit=&inclusive_end=1", status: 400, err: "query_parse_error", reason: "Invalid value for integer: []"},
+	{method: "GET", path: "/_all_dbs?endkey=1", status: 200, raw: "[]\n"},
+	{method: "GET", path: "/_all_dbs?startkey=1&limit=1", status: 200, raw: `["_global_changes"]` + "\n"},
+	{method: "GET", path: "/_all_dbs?conflicts=maybe&key=%7B%7D", status: 400, err: "query_parse_error", reason: `Invalid boolean parameter: "maybe"`},
+	{method: "GET", path: "/_all_dbs?include_docs=1", status: 400, err: "query_parse_error", reason: `Invalid boolean parameter: "1"`},
 }
 
 func TestServerDiff(t *testing.T) {
