@@ -3330,8 +3330,12 @@ type RepStats struct {
 	MissingChecked   uint64                 `protobuf:"varint,3,opt,name=missing_checked,json=missingChecked,proto3" json:"missing_checked,omitempty"`
 	MissingFound     uint64                 `protobuf:"varint,4,opt,name=missing_found,json=missingFound,proto3" json:"missing_found,omitempty"`
 	DocWriteFailures uint64                 `protobuf:"varint,5,opt,name=doc_write_failures,json=docWriteFailures,proto3" json:"doc_write_failures,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// docs asked of the source's _bulk_get, and those it answered (CouchDB
+	// 3.5's bulk_get_attempts and bulk_get_docs)
+	BulkGetDocs     uint64 `protobuf:"varint,6,opt,name=bulk_get_docs,json=bulkGetDocs,proto3" json:"bulk_get_docs,omitempty"`
+	BulkGetAttempts uint64 `protobuf:"varint,7,opt,name=bulk_get_attempts,json=bulkGetAttempts,proto3" json:"bulk_get_attempts,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RepStats) Reset() {
@@ -3395,6 +3399,20 @@ func (x *RepStats) GetMissingFound() uint64 {
 func (x *RepStats) GetDocWriteFailures() uint64 {
 	if x != nil {
 		return x.DocWriteFailures
+	}
+	return 0
+}
+
+func (x *RepStats) GetBulkGetDocs() uint64 {
+	if x != nil {
+		return x.BulkGetDocs
+	}
+	return 0
+}
+
+func (x *RepStats) GetBulkGetAttempts() uint64 {
+	if x != nil {
+		return x.BulkGetAttempts
 	}
 	return 0
 }
@@ -4192,13 +4210,15 @@ const file_settee_proto_rawDesc = "" +
 	"\rRepFlushReply\x12!\n" +
 	"\fdocs_written\x18\x01 \x01(\x04R\vdocsWritten\x12,\n" +
 	"\x12doc_write_failures\x18\x02 \x01(\x04R\x10docWriteFailures\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\xc6\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\x96\x02\n" +
 	"\bRepStats\x12\x1b\n" +
 	"\tdocs_read\x18\x01 \x01(\x04R\bdocsRead\x12!\n" +
 	"\fdocs_written\x18\x02 \x01(\x04R\vdocsWritten\x12'\n" +
 	"\x0fmissing_checked\x18\x03 \x01(\x04R\x0emissingChecked\x12#\n" +
 	"\rmissing_found\x18\x04 \x01(\x04R\fmissingFound\x12,\n" +
-	"\x12doc_write_failures\x18\x05 \x01(\x04R\x10docWriteFailures\"u\n" +
+	"\x12doc_write_failures\x18\x05 \x01(\x04R\x10docWriteFailures\x12\"\n" +
+	"\rbulk_get_docs\x18\x06 \x01(\x04R\vbulkGetDocs\x12*\n" +
+	"\x11bulk_get_attempts\x18\a \x01(\x04R\x0fbulkGetAttempts\"u\n" +
 	"\fRepBatchDone\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\x04R\aordinal\x12&\n" +
 	"\x05stats\x18\x02 \x01(\v2\x10.settee.RepStatsR\x05stats\x12#\n" +

@@ -122,7 +122,7 @@ func BenchmarkReadAtts(b *testing.B) {
 				n := 0
 				for len(items[n:]) > 0 {
 					k := min(100, len(items[n:]))
-					if err := e.Fetch(context.Background(), items[n:n+k], func(string, []byte) {}); err != nil {
+					if _, err := e.Fetch(context.Background(), items[n:n+k], func(string, []byte) {}); err != nil {
 						b.Fatal(err)
 					}
 					n += k

@@ -105,12 +105,14 @@ func historyStats(h []json.RawMessage) *pb.RepStats {
 		MissingChecked   uint64 `json:"missing_checked"`
 		MissingFound     uint64 `json:"missing_found"`
 		DocWriteFailures uint64 `json:"doc_write_failures"`
+		BulkGetDocs      uint64 `json:"bulk_get_docs"`
+		BulkGetAttempts  uint64 `json:"bulk_get_attempts"`
 	}
 	if len(h) == 0 || json.Unmarshal(h[0], &e) != nil {
 		return &pb.RepStats{}
 	}
 	return &pb.RepStats{DocsRead: e.DocsRead, DocsWritten: e.DocsWritten, MissingChecked: e.MissingChecked,
-		MissingFound: e.MissingFound, DocWriteFailures: e.DocWriteFailures}
+		MissingFound: e.MissingFound, DocWriteFailures: e.DocWriteFailures, BulkGetDocs: e.BulkGetDocs, BulkGetAttempts: e.BulkGetAttempts}
 }
 
 // checkpoint records the committed seq on both ends, with requests made
@@ -134,6 +136,8 @@ func (j *jobActor) checkpoint(c context.Context, final bool) error {
 		"docs_read":          j.stats.DocsRead,
 		"docs_written":       j.stats.DocsWritten,
 		"doc_write_failures": j.stats.DocWriteFailures,
+		"bulk_get_docs":      j.stats.BulkGetDocs,
+		"bulk_get_attempts":  j.stats.BulkGetAttempts,
 	}
 	hist := []any{entry}
 	for _, h := range j.history {

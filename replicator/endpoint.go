@@ -57,6 +57,11 @@ type RevDiff struct {
 	Ancestors []string `json:"possible_ancestors,omitempty"`
 }
 
+// FetchStats counts a Fetch's use of _bulk_get as CouchDB's replicator
+// reports it: Attempts, the revs asked of _bulk_get; Docs, the docs it
+// answered (a source without _bulk_get, or settee's local one, has none).
+type FetchStats struct{ BulkGetAttempts, BulkGetDocs uint64 }
+
 // FetchItem names a rev to fetch (bulk_get item); AttsSince are revs the
 // target already has, whose attachments need not be sent.
 type FetchItem struct {
@@ -83,8 +88,9 @@ type Endpoint interface {
 	RevsDiff(ctx context.Context, revs map[string][]string) (map[string]RevDiff, error)
 	// Fetch reads revisions with their _revisions (latest=true) and calls
 	// emit for each one found, as JSON ready for _bulk_docs
-	// new_edits=false. A rev the source no longer has is skipped.
-	Fetch(ctx context.Context, items []FetchItem, emit func(id string, doc []byte)) error
+	// new_edits=false. A rev the source no longer has is skipped. The
+	// stats say how much went through _bulk_get.
+	Fetch(ctx context.Context, items []FetchItem, emit func(id string, doc []byte)) (FetchStats, error)
 	// BulkDocs writes docs with new_edits=false and returns how many the
 	// target refused.
 	BulkDocs(ctx context.Context, docs [][]byte) (failures int, err error)

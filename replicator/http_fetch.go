@@ -48,22 +48,27 @@ func (e *HTTPEndpoint) emitRev(what, id string, r *revResult, emit func(string, 
 	return fmt.Errorf("%s: bad %s answer: a result for %s that is neither a doc nor an error", e.name, what, id)
 }
 
-func (e *HTTPEndpoint) Fetch(ctx context.Context, items []FetchItem, emit0 func(string, []byte)) error {
+func (e *HTTPEndpoint) Fetch(ctx context.Context, items []FetchItem, emit0 func(string, []byte)) (FetchStats, error) {
 	emit := func(id string, doc []byte) { emit0(id, e.encodeAtts(ctx, id, doc)) }
+	var st FetchStats
 	if !e.noBulkGet.Load() {
-		err := e.bulkGet(ctx, items, emit)
+		st.BulkGetAttempts = uint64(len(items))
+		err := e.bulkGet(ctx, items, func(id string, doc []byte) {
+			st.BulkGetDocs++
+			emit(id, doc)
+		})
 		if err == nil || !bulkGetUnsupported(err) {
-			return err
+			return st, err
 		}
 		// an old peer without _bulk_get (CouchDB < 2.3): open_revs per doc
 		e.noBulkGet.Store(true)
 	}
 	for _, it := range items {
 		if err := e.openRevs(ctx, it, emit); err != nil {
-			return err
+			return st, err
 		}
 	}
-	return nil
+	return st, nil
 }
 
 func (e *HTTPEndpoint) bulkGet(ctx context.Context, items []FetchItem, emit func(string, []byte)) error {

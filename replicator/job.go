@@ -205,6 +205,7 @@ func (j *jobActor) start(ctx actor.Context) error {
 			"continuous": rep.Continuous, "checkpoint_interval": rep.CheckpointMillis,
 			"docs_read": seed.DocsRead, "docs_written": seed.DocsWritten, "doc_write_failures": seed.DocWriteFailures,
 			"missing_revisions_found": seed.MissingFound, "revisions_checked": seed.MissingChecked, "changes_pending": nil,
+			"bulk_get_docs": seed.BulkGetDocs, "bulk_get_attempts": seed.BulkGetAttempts,
 			"checkpointed_source_seq": rawToAny(seq), "source_seq": rawToAny(seq), "through_seq": rawToAny(seq),
 		})
 	}
@@ -316,6 +317,8 @@ func (j *jobActor) onBatchDone(ctx actor.Context, m *pb.RepBatchDone) {
 		j.stats.MissingChecked += s.MissingChecked
 		j.stats.MissingFound += s.MissingFound
 		j.stats.DocWriteFailures += s.DocWriteFailures
+		j.stats.BulkGetDocs += s.BulkGetDocs
+		j.stats.BulkGetAttempts += s.BulkGetAttempts
 	}
 	j.doneOrd[m.Ordinal] = true
 	j.advance()
@@ -382,6 +385,7 @@ func (j *jobActor) updateTask() {
 		"docs_read": j.stats.DocsRead, "docs_written": j.stats.DocsWritten,
 		"doc_write_failures": j.stats.DocWriteFailures, "missing_revisions_found": j.stats.MissingFound,
 		"revisions_checked": j.stats.MissingChecked, "changes_pending": j.pending,
+		"bulk_get_docs": j.stats.BulkGetDocs, "bulk_get_attempts": j.stats.BulkGetAttempts,
 		"checkpointed_source_seq": rawToAny(j.lastCkpt), "source_seq": rawToAny(j.srcLastSeq),
 		"through_seq": rawToAny(j.commitSeq),
 	})

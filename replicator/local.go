@@ -231,14 +231,14 @@ func (e *LocalEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) 
 	return out, nil
 }
 
-func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(string, []byte)) error {
+func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(string, []byte)) (FetchStats, error) {
 	ms := make([]*pb.GetDoc, len(items))
 	for i, it := range items {
 		ms[i] = &pb.GetDoc{Id: it.ID, Revs: []string{it.Rev}, Latest: true, WithAttsData: true}
 	}
 	got, err := e.c.GetDocs(ctx, e.db, ms)
 	if err != nil {
-		return e.wrap(err)
+		return FetchStats{}, e.wrap(err)
 	}
 	for i, it := range items {
 		r, err := got[i].Reply, got[i].Err
@@ -246,7 +246,7 @@ func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(
 			if errors.Is(e.wrap(err), ErrNotFound) {
 				continue
 			}
-			return err
+			return FetchStats{}, err
 		}
 		if r.Info == nil {
 			continue
@@ -262,7 +262,7 @@ func (e *LocalEndpoint) Fetch(ctx context.Context, items []FetchItem, emit func(
 			emit(it.ID, couchdoc.Append(nil, it.ID, r.Info, b, o))
 		}
 	}
-	return nil
+	return FetchStats{}, nil
 }
 
 func (e *LocalEndpoint) BulkDocs(ctx context.Context, docs [][]byte) (int, error) {

@@ -128,6 +128,10 @@ func TestMultipartWrites(t *testing.T) {
 	if h := history0(t, res); h["doc_write_failures"].(float64) != 2 || h["docs_written"].(float64) != 20 {
 		t.Fatalf("history %v", h)
 	}
+	// every doc came through the source's _bulk_get (CouchDB's counters)
+	if h := history0(t, res); h["bulk_get_docs"] != h["docs_read"] || h["bulk_get_attempts"] != h["docs_read"] {
+		t.Fatalf("bulk_get counters of history %v", h)
+	}
 	// credentials that stop working fail the job instead of skipping the doc
 	pb.set(&fault{kind: status, match: "PUT doc", code: 401, body: `{"error":"unauthorized","reason":"Name or password is incorrect."}`})
 	st, out := call(t, b, "POST", "/_replicate", map[string]any{"source": dbURL(a, "src"), "target": pb.dbURL("unauth"), "create_target": true})

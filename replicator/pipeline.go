@@ -284,7 +284,10 @@ func (w *worker) round(ctx actor.Context, b *pb.RepChangeBatch, stats *pb.RepSta
 	}
 	for len(items) > 0 {
 		n := min(w.chunk(), len(items))
-		if err := w.cfg.source.Fetch(c, items[:n], emit); err != nil {
+		fs, err := w.cfg.source.Fetch(c, items[:n], emit)
+		stats.BulkGetAttempts += fs.BulkGetAttempts
+		stats.BulkGetDocs += fs.BulkGetDocs
+		if err != nil {
 			return fmt.Errorf("source fetch: %w", err)
 		}
 		items = items[n:]

@@ -520,6 +520,7 @@ func statsJSON(st *pb.RepStats, seq string) map[string]any {
 	m := map[string]any{
 		"revisions_checked": st.MissingChecked, "missing_revisions_found": st.MissingFound,
 		"docs_read": st.DocsRead, "docs_written": st.DocsWritten, "doc_write_failures": st.DocWriteFailures,
+		"bulk_get_docs": st.BulkGetDocs, "bulk_get_attempts": st.BulkGetAttempts,
 		"changes_pending": nil,
 	}
 	if seq != "" {

@@ -374,10 +374,9 @@ func same(t *testing.T, from server, sdb string, to server, tdb string, c *corpu
 }
 
 // historyKeys are the members of a checkpoint history entry, as CouchDB
-// 3.5.2 writes them (bulk_get_docs and bulk_get_attempts are CouchDB's
-// own: settee's replicator does not write them).
+// 3.5.2 writes them.
 var historyKeys = []string{"session_id", "start_time", "end_time", "start_last_seq", "end_last_seq", "recorded_seq",
-	"missing_checked", "missing_found", "docs_read", "docs_written", "doc_write_failures"}
+	"missing_checked", "missing_found", "docs_read", "docs_written", "doc_write_failures", "bulk_get_docs", "bulk_get_attempts"}
 
 // checkpoints checks that the replication's checkpoint doc is on both
 // ends, the same, in CouchDB's format, and returns it.
