@@ -69,7 +69,7 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		h.Set("Accept-Ranges", "none")
 	}
 	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
-		rq.w.WriteHeader(http.StatusNotModified)
+		notModified(rq)
 		return nil
 	}
 	sendEncoded := meta.Encoding == "gzip" && acceptsGzip(rq.r.Header.Get("Accept-Encoding"))
@@ -194,7 +194,9 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	if rq.r.Method == http.MethodDelete {
 		return g.writeJSON(rq, 200, okRev(id, out[0].Rev))
 	}
-	rq.w.Header().Set("Location", g.base(rq)+rq.r.URL.EscapedPath())
+	// CouchDB's: the database's name as it is, the doc id and the
+	// attachment's name (slashes and all) encoded
+	rq.w.Header().Set("Location", g.base(rq)+"/"+db+"/"+couchEscape(id)+"/"+couchEscape(name))
 	status := 201
 	if out[0].Accepted {
 		status = 202

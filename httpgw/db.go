@@ -103,8 +103,9 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handleDocOrAtt(rq, db, "_design/"+rest[0], rest[1:])
 	}
 	if strings.HasPrefix(second, "_design/") || strings.HasPrefix(second, "_local/") {
-		if rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead {
+		if isDesign(second) && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead) {
 			// CouchDB redirects an encoded slash to the canonical path
+			// (a design doc's; a _local doc's is read as it is)
 			u := *rq.r.URL
 			u.RawPath = ""
 			u.Path = "/" + db + "/" + second
@@ -112,6 +113,7 @@ func (g *Gateway) routeDB(rq *req) error {
 				u.Path += "/" + strings.Join(rest, "/")
 			}
 			rq.w.Header().Set("Location", g.base(rq)+u.EscapedPath()+queryString(rq))
+			rawAnswer(rq)
 			rq.w.WriteHeader(http.StatusMovedPermanently)
 			return nil
 		}
@@ -186,7 +188,7 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		rq.w.Header().Set("Location", g.base(rq)+"/"+escapeDocID(db))
+		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db))
 		if !all {
 			return g.writeJSON(rq, 202, okBody)
 		}

@@ -15,13 +15,24 @@ import (
 	"github.com/settee/settee/revtree"
 )
 
-func escapeDocID(id string) string {
-	for _, p := range []string{"_design/", "_local/"} {
-		if strings.HasPrefix(id, p) {
-			return p[:len(p)-1] + "%2F" + url.PathEscape(id[len(p):])
+// couchEscape percent-encodes s as CouchDB's couch_util:url_encode does
+// for the Location of a write: every byte but letters, digits and "_.-:"
+// (a slash too, so "_design/d" is "_design%2Fd").
+func couchEscape(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-', c == ':':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
 		}
 	}
-	return url.PathEscape(id)
+	return b.String()
 }
 
 func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
@@ -93,13 +104,19 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	}
 	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
+		noMeta(o)
 		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o, quorum)
 	}
 	if rev := rq.q.Get("rev"); rev != "" {
 		if _, err := revtree.ParseRev(rev); err != nil {
 			return errBadRev
 		}
-		m.Revs = []string{rev}
+		// latest=true opens the winner whatever the rev, as CouchDB's
+		// doc GET does (it drops the rev); a rev read renders no meta
+		if !latest {
+			m.Revs = []string{rev}
+			noMeta(o)
+		}
 	}
 	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
 	if err != nil {
@@ -115,11 +132,16 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if len(m.Revs) == 0 && rb.Deleted {
 		return errDeleted
 	}
-	etag := `"` + rb.Rev + `"`
-	rq.w.Header().Set("ETag", etag)
-	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
-		rq.w.WriteHeader(http.StatusNotModified)
-		return nil
+	// CouchDB's doc has an ETag (and a 304) only when none of its meta
+	// members is rendered: revs_info and local_seq always are, conflicts
+	// and deleted_conflicts when there are some
+	if !hasMeta(r.Info, o) {
+		etag := `"` + rb.Rev + `"`
+		rq.w.Header().Set("ETag", etag)
+		if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
+			notModified(rq)
+			return nil
+		}
 	}
 	if m.WithAttsData && accepts(rq, "multipart/related", false) {
 		if d := newRelatedDoc(id, r.Info, rb, *o); len(d.atts) > 0 {
@@ -128,6 +150,19 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	}
 	buf := couchdoc.Append(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
 	return g.writeJSON(rq, 200, append(buf, '\n'))
+}
+
+// noMeta drops the options that CouchDB renders from the doc's meta,
+// which a read of given revs (?rev=, open_revs) does not have.
+func noMeta(o *couchdoc.Options) {
+	o.RevsInfo, o.LocalSeq, o.Conflicts, o.DeletedConflicts = false, false, false, false
+}
+
+// hasMeta tells whether the winner's rendering has a meta member.
+func hasMeta(info *pb.FullDocInfo, o *couchdoc.Options) bool {
+	return o.RevsInfo || o.LocalSeq ||
+		o.Conflicts && len(revtree.Conflicts(info)) > 0 ||
+		o.DeletedConflicts && len(revtree.DeletedConflicts(info)) > 0
 }
 
 func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options, quorum int) error {
@@ -273,12 +308,22 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	return g.writeOne(rq, db, id, d, mp, newEdits, true)
+	return g.writeOne(rq, db, id, d, mp, newEdits, withETag|withLocation)
 }
+
+// writeHeaders are the headers of a write's answer, as CouchDB sends them:
+// a PUT has both, a POST /db only Location, a DELETE only the ETag (and a
+// batch=ok write neither).
+type writeHeaders uint8
+
+const (
+	withETag writeHeaders = 1 << iota
+	withLocation
+)
 
 // writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE;
 // mp holds the attachment parts of a multipart/related PUT.
-func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits, location bool) error {
+func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits bool, hdrs writeHeaders) error {
 	if db == usersDB {
 		var err error
 		if d, err = g.checkUserWrite(rq, id, d, newEdits); err != nil {
@@ -328,15 +373,18 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 			rev = revtree.Rev{Pos: d.Revisions.Start, Hash: d.Revisions.IDs[0]}.String()
 		}
 	}
+	if rq.q.Get("batch") == "ok" {
+		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
+	}
 	h := rq.w.Header()
-	h.Set("ETag", `"`+rev+`"`)
-	if location {
-		h.Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(id))
+	if hdrs&withETag != 0 {
+		h.Set("ETag", `"`+rev+`"`)
+	}
+	if hdrs&withLocation != 0 {
+		h.Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
 	}
 	status := 201
 	switch {
-	case rq.q.Get("batch") == "ok":
-		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
 	case o.Accepted:
 		// before the deletion's 200, as CouchDB: a delete that reached
 		// fewer than w copies is 202 like any other write
@@ -398,7 +446,7 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 			return err
 		}
 	}
-	return g.writeOne(rq, db, id, d, nil, true, true)
+	return g.writeOne(rq, db, id, d, nil, true, withLocation)
 }
 
 func (g *Gateway) deleteDoc(rq *req, db, id string) error {
@@ -417,7 +465,7 @@ func (g *Gateway) deleteDoc(rq *req, db, id string) error {
 		err = errConflict
 	}
 	if err == nil {
-		err = g.writeOne(rq, db, id, d, nil, true, false)
+		err = g.writeOne(rq, db, id, d, nil, true, withETag)
 	}
 	if err != nil {
 		return g.whyNotDeleted(rq, db, id, err)
@@ -516,7 +564,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	}
 	h := rq.w.Header()
 	h.Set("ETag", `"`+out[0].Rev+`"`)
-	h.Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(destID))
+	h.Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(destID))
 	status := 201
 	if out[0].Accepted {
 		status = 202

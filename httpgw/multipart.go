@@ -138,6 +138,7 @@ func (g *Gateway) writeRelated(rq *req, d *relatedDoc) error {
 	for _, p := range pieces {
 		n += len(p)
 	}
+	rawAnswer(rq)
 	h := rq.w.Header()
 	h.Set("Content-Type", `multipart/related; boundary="`+boundary+`"`)
 	h.Set("Content-Length", strconv.Itoa(n))
@@ -155,6 +156,7 @@ func (g *Gateway) writeRelated(rq *req, d *relatedDoc) error {
 func (g *Gateway) writeOpenRevsMixed(rq *req, id string, info *pb.FullDocInfo, found, missing []*pb.RevBody, o couchdoc.Options) error {
 	o.Attachments = true
 	outer, inner := couchdoc.NewBoundary(), couchdoc.NewBoundary()
+	rawAnswer(rq)
 	rq.w.Header().Set("Content-Type", `multipart/mixed; boundary="`+outer+`"`)
 	rq.w.WriteHeader(200)
 	if rq.r.Method == http.MethodHead {
@@ -215,6 +217,7 @@ func wantsBulkGetMultipart(rq *req) (string, bool) {
 // failed item an error part.
 func (g *Gateway) writeBulkGetMultipart(rq *req, mt string, results []*bulkGetResult) error {
 	outer, inner := couchdoc.NewBoundary(), couchdoc.NewBoundary()
+	rawAnswer(rq)
 	rq.w.Header().Set("Content-Type", mt+`; boundary="`+outer+`"`)
 	rq.w.WriteHeader(200)
 	w := rq.w

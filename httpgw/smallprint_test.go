@@ -28,7 +28,7 @@ type wireStep struct {
 	keep                string            // keeps the answer's "rev" as {keep} for the steps after
 	lags                bool              // CouchDB may answer it late (an eventually consistent cache)
 	retry               time.Duration     // asks again until the status is right or this has passed
-	wantHdr             map[string]string // response headers ({db} substituted)
+	wantHdr             map[string]string // response headers ({db} and the kept revs substituted; "": absent)
 }
 
 // deletedDocs are docs with revs the test wrote itself (new_edits=false),
@@ -157,8 +157,9 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 				t.Fatalf("%s: answer %s, want %d rows", where, clip(b), st.rows)
 			}
 		}
+		after := strings.NewReplacer(kept...) // with this step's keep
 		for k, v := range st.wantHdr {
-			if got := resp.Header.Get(k); got != strings.ReplaceAll(v, "{db}", db) {
+			if got := resp.Header.Get(k); got != after.Replace(v) {
 				t.Fatalf("%s: %s %q, want %q", where, k, got, v)
 			}
 		}
