@@ -35,6 +35,9 @@ func (g *Gateway) handleAtt(rq *req, db, id, name string) error {
 func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	m := &pb.GetDoc{Id: id}
 	if rev := rq.q.Get("rev"); rev != "" {
+		if unstoredRev(rev) {
+			return errMissing
+		}
 		if _, err := revtree.ParseRev(rev); err != nil {
 			return errBadRev
 		}
@@ -130,6 +133,9 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	var base *pb.RevBody
 	var info *pb.FullDocInfo
 	if rev != "" {
+		if unstoredRev(rev) {
+			return errMissingRev
+		}
 		if _, err := revtree.ParseRev(rev); err != nil {
 			return errBadRev
 		}
@@ -138,8 +144,10 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 			return err
 		}
 		info = r.Info
+		// CouchDB opens the rev to edit it: a rev it does not find is
+		// its {not_found, missing} for that rev
 		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
-			return errConflict
+			return errMissingRev
 		}
 		base = r.Bodies[0]
 	} else if rq.r.Method == http.MethodDelete {

@@ -108,7 +108,10 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o, quorum)
 	}
 	if rev := rq.q.Get("rev"); rev != "" {
-		if _, err := revtree.ParseRev(rev); err != nil {
+		if unstoredRev(rev) && !latest {
+			return errMissing
+		}
+		if _, err := revtree.ParseRev(rev); err != nil && !unstoredRev(rev) {
 			return errBadRev
 		}
 		// latest=true opens the winner whatever the rev, as CouchDB's

@@ -221,14 +221,14 @@ func (g *Gateway) writeBulkGetMultipart(rq *req, mt string, results []*bulkGetRe
 	rq.w.Header().Set("Content-Type", mt+`; boundary="`+outer+`"`)
 	rq.w.WriteHeader(200)
 	w := rq.w
-	errPart := func(id, rev, code, reason string) error {
+	errPart := func(id, rev []byte, code, reason string) error {
 		b := []byte("\r\n--" + outer + "\r\nContent-Type: application/json; error=\"true\"\r\n\r\n")
 		_, err := w.Write(appendRevError(b, id, rev, code, reason))
 		return err
 	}
 	for _, res := range results {
 		if res.code != "" {
-			if errPart(res.item.ID, res.rev, res.code, res.reason) != nil {
+			if errPart(res.item.idJSON, res.rev, res.code, res.reason) != nil {
 				return nil
 			}
 			continue
@@ -236,7 +236,7 @@ func (g *Gateway) writeBulkGetMultipart(rq *req, mt string, results []*bulkGetRe
 		for _, b := range res.reply.Bodies {
 			var err error
 			if b.Missing {
-				err = errPart(res.item.ID, b.Rev, "not_found", "missing")
+				err = errPart(res.item.idJSON, docjson.AppendString(nil, b.Rev), "not_found", "missing")
 			} else {
 				o := res.opts
 				o.Attachments = true

@@ -22,6 +22,7 @@ type wireStep struct {
 	hdr                 map[string]string // request headers beside Content-Type: application/json
 	status              int
 	err, reason, inBody string            // "" : not checked
+	inBodyAll           []string          // each in the answer (members whose order CouchDB does not keep)
 	raw                 string            // the exact body, when set
 	rows                int               // rows in the answer, when > 0
 	as                  string            // "user:password" to send, "-" for none; "": the admin
@@ -147,6 +148,11 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 		}
 		if st.inBody != "" && !bytes.Contains(b, []byte(st.inBody)) {
 			t.Fatalf("%s: answer %s, want %s in it", where, clip(b), st.inBody)
+		}
+		for _, part := range st.inBodyAll {
+			if !bytes.Contains(b, []byte(part)) {
+				t.Fatalf("%s: answer %s, want %s in it", where, clip(b), part)
+			}
 		}
 		if st.raw != "" && string(b) != st.raw {
 			t.Fatalf("%s: body %q, want %q", where, clip(b), st.raw)

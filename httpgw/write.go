@@ -38,6 +38,9 @@ func docUpdate(tag uint32, id string, d *docjson.Doc, newEdits bool) (*pb.DocUpd
 func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couchdoc.Related) (*pb.DocUpdate, error) {
 	u := &pb.DocUpdate{Tag: tag, Id: id, Body: d.Body, Rev: d.Rev, Deleted: d.Deleted, HasAtts: d.HasAttachments}
 	if d.HasRev && newEdits && d.Rev != "" {
+		if unstoredRev(d.Rev) {
+			return nil, errConflict // an edit of a rev no doc has
+		}
 		if _, err := revtree.ParseRev(d.Rev); err != nil {
 			return nil, errBadRev
 		}
@@ -69,4 +72,21 @@ func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couch
 		u.Atts = atts
 	}
 	return u, nil
+}
+
+// unstoredRev reports a rev that CouchDB's parse_rev takes (digits, a dash,
+// any hash) but no rev tree holds: generation 0 or an empty hash ("2-"),
+// which settee's rev parser refuses. CouchDB answers an edit of it as a
+// conflict and a read of it as missing, not as a bad rev.
+func unstoredRev(s string) bool {
+	pos, hash, ok := strings.Cut(s, "-")
+	if !ok || pos == "" {
+		return false
+	}
+	for i := 0; i < len(pos); i++ {
+		if pos[i] < '0' || pos[i] > '9' {
+			return false
+		}
+	}
+	return hash == "" || strings.TrimLeft(pos, "0") == ""
 }
