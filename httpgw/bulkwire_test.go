@@ -47,6 +47,41 @@ var bulkWireSteps = []wireStep{
 	{method: "PUT", path: "/{db}/nodoc/a.bin?rev=1-abc", body: "x",
 		hdr: map[string]string{"Content-Type": "application/octet-stream"}, status: 409, err: "not_found", reason: "missing_rev"},
 	{method: "GET", path: "/{db}/d1/a.bin?rev=1-", status: 404, err: "not_found", reason: "missing"},
+	// POST /db/doc: the HTML form upload, its Referer checked first
+	{method: "POST", path: "/{db}/_nope", body: `{}`, status: 400, err: "bad_request", reason: "Referer header required."},
+	{method: "POST", path: "/{db}/d1", body: `{}`, hdr: map[string]string{"Referer": "http://elsewhere.example/"},
+		status: 400, err: "bad_request", reason: "Referer header must match host."},
+	{method: "POST", path: "/{db}/_nope", body: `{}`, hdr: formHdr(""),
+		status: 400, err: "illegal_docid", reason: "Only reserved document ids may start with underscore."},
+	{method: "POST", path: "/{db}/d1", body: `{}`, hdr: formHdr("application/json"),
+		status: 415, err: "bad_content_type", reason: "Content-Type must be multipart/form-data"},
+	{method: "POST", path: "/{db}/form", hdr: formHdr("multipart/form-data; boundary=B"), body: "--B\r\n" +
+		"Content-Disposition: form-data; name=\"_doc\"\r\n\r\n{\"b\":2}\r\n--B\r\n" +
+		"Content-Disposition: form-data; name=\"_attachments\"; filename=\"f.bin\"\r\nContent-Type: application/x-test\r\n\r\n" +
+		"abc\r\n--B--\r\n", status: 201, keep: "f1", inBody: `"rev":"1-8ae738a86256f0b34f8e9e5ace23e087"`},
+	{method: "GET", path: "/{db}/form", status: 200, inBody: `"b":2,"_attachments":{"f.bin":{"content_type":"application/x-test","revpos":1,"digest":"md5-kAFQmDzST7DWlj99KOF/cg==","length":3,"stub":true}}`},
+	{method: "POST", path: "/{db}/form", hdr: formHdr("multipart/form-data; boundary=B"), body: "--B\r\n" +
+		"Content-Disposition: form-data; name=\"_rev\"\r\n\r\n{f1}\r\n--B\r\n" +
+		"Content-Disposition: form-data; name=\"_attachments\"; filename=\"g.bin\"\r\n\r\n" +
+		"defg\r\n--B--\r\n", status: 201, keep: "f2", wantHdr: map[string]string{"ETag": `"{f2}"`, "Location": ""}},
+	// a file part without a Content-Type is no file (mochiweb's parser)
+	{method: "GET", path: "/{db}/form", status: 200, inBody: `"_rev":"2-dc74071514729d35017e6a23c17bd84a","b":2,"_attachments":{"f.bin":{`},
+	{method: "POST", path: "/{db}/form", hdr: formHdr("multipart/form-data; boundary=B"), body: "--B\r\n" +
+		"Content-Disposition: form-data; name=\"_rev\"\r\n\r\n{f2}\r\n--B\r\n" +
+		"Content-Disposition: form-data; name=\"_attachments\"; filename=\"g.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n" +
+		"defg\r\n--B--\r\n", status: 201},
+	{method: "GET", path: "/{db}/form", status: 200, inBodyAll: []string{`"g.bin":{"content_type":"application/octet-stream","revpos":3`, `"f.bin":{`}},
+}
+
+// formHdr are the headers of a form posted from the server's own page
+// (X-Forwarded-Host names the host the Referer must match), with the
+// given Content-Type.
+func formHdr(ct string) map[string]string {
+	h := map[string]string{"X-Forwarded-Host": "couch.example", "Referer": "http://couch.example/_utils/"}
+	if ct != "" {
+		h["Content-Type"] = ct
+	}
+	return h
 }
 
 func TestBulkWire(t *testing.T) {

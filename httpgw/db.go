@@ -129,7 +129,10 @@ func (g *Gateway) routeDB(rq *req) error {
 		if err := g.requireMember(rq, db); err != nil {
 			return err
 		}
-		if rq.r.Method == http.MethodPut || rq.r.Method == http.MethodPost {
+		if rq.r.Method == http.MethodPost {
+			return g.postForm(rq, db, second) // its Referer is checked first
+		}
+		if rq.r.Method == http.MethodPut {
 			return errIllegalDocID
 		}
 		return errMissing

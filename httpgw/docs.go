@@ -52,7 +52,7 @@ func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
 	case "COPY":
 		return g.copyDoc(rq, db, id)
 	case http.MethodPost:
-		return methodNotAllowed("DELETE,GET,HEAD,PUT,COPY")
+		return g.postForm(rq, db, id)
 	}
 	return methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
 }
