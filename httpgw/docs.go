@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/settee/settee/coordinator"
@@ -104,8 +105,16 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	}
 	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
-		noMeta(o)
-		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o, quorum)
+		all, revs, err := parseOpenRevs(ors[len(ors)-1])
+		if err != nil {
+			return err
+		}
+		// an empty list is no open_revs: CouchDB reads the doc then
+		if all || len(revs) > 0 {
+			noMeta(o)
+			m.OpenRevsAll = all
+			return g.getOpenRevs(rq, db, m, revs, o, quorum)
+		}
 	}
 	if rev := rq.q.Get("rev"); rev != "" {
 		if unstoredRev(rev) && !latest {
@@ -168,34 +177,54 @@ func hasMeta(info *pb.FullDocInfo, o *couchdoc.Options) bool {
 		o.DeletedConflicts && len(revtree.DeletedConflicts(info)) > 0
 }
 
-func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options, quorum int) error {
-	mixed := accepts(rq, "multipart/mixed", false)
+// parseOpenRevs reads open_revs as CouchDB's parse_doc_query: "all", or
+// JSON (invalid UTF-8 JSON else) that is a list (Invalid list of
+// revisions else) of revs (Invalid rev format else).
+func parseOpenRevs(spec string) (all bool, revs []string, err error) {
 	if spec == "all" {
-		m.OpenRevsAll = true
-	} else {
-		var revs []string
-		if err := json.Unmarshal([]byte(spec), &revs); err != nil {
-			return errInvalidJSON
+		return true, nil, nil
+	}
+	var v any
+	if json.Unmarshal([]byte(spec), &v) != nil {
+		return false, nil, errInvalidJSON
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return false, nil, badRequest("Invalid list of revisions")
+	}
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return false, nil, errBadRev
 		}
-		for _, s := range revs {
-			if _, err := revtree.ParseRev(s); err != nil {
-				return errBadRev
-			}
+		if _, err := revtree.ParseRev(s); err != nil && !unstoredRev(s) {
+			return false, nil, errBadRev
 		}
-		if len(revs) == 0 && !mixed {
-			return g.writeJSON(rq, 200, []byte("[]\n"))
+		revs = append(revs, s)
+	}
+	return false, revs, nil
+}
+
+func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, revs []string, o *couchdoc.Options, quorum int) error {
+	mixed := accepts(rq, "multipart/mixed", false)
+	// a rev no tree holds ("1-") is missing without a read
+	var unstored []*pb.RevBody
+	for _, s := range revs {
+		if unstoredRev(s) {
+			unstored = append(unstored, &pb.RevBody{Rev: s, Missing: true})
+		} else {
+			m.Revs = append(m.Revs, s)
 		}
-		m.Revs = revs
 	}
 	if mixed {
 		m.WithAttsData = true
-		if len(m.Revs) == 0 && !m.OpenRevsAll {
-			return g.writeOpenRevsMixed(rq, m.Id, nil, nil, nil, *o)
-		}
 	}
-	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
-	if err != nil {
-		return err
+	r := &pb.DocReply{}
+	if m.OpenRevsAll || len(m.Revs) > 0 {
+		var err error
+		if r, err = g.c.GetDocR(rq.ctx, db, m, quorum); err != nil {
+			return err
+		}
 	}
 	if r.Info == nil {
 		if m.OpenRevsAll {
@@ -215,6 +244,17 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 		} else {
 			found = append(found, b)
 		}
+	}
+	missing = append(missing, unstored...)
+	if len(unstored) > 0 && len(missing) > len(unstored) {
+		// the missing in the order asked, as CouchDB lists them
+		at := make(map[string]int, len(revs))
+		for i, s := range revs {
+			if _, ok := at[s]; !ok {
+				at[s] = i
+			}
+		}
+		sort.SliceStable(missing, func(i, j int) bool { return at[missing[i].Rev] < at[missing[j].Rev] })
 	}
 	sortRevBodies(found)
 	if mixed {

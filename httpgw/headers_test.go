@@ -41,6 +41,14 @@ var headerSteps = []wireStep{
 	// latest=true opens the winner, whatever the rev
 	{method: "GET", path: "/{db}/c?rev=1-aaaa&latest=true", status: 200, raw: `{"_id":"c","_rev":"1-bbbb","v":"b"}` + "\n",
 		wantHdr: map[string]string{"ETag": `"1-bbbb"`}},
+	// open_revs as parse_doc_query reads it; an empty list is none
+	{method: "GET", path: "/{db}/c?open_revs=[1]", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: `/{db}/c?open_revs="x"`, status: 400, err: "bad_request", reason: "Invalid list of revisions"},
+	{method: "GET", path: "/{db}/c?open_revs=bad", status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	{method: "GET", path: "/{db}/c?open_revs=[]", status: 200, raw: `{"_id":"c","_rev":"1-bbbb","v":"b"}` + "\n",
+		wantHdr: map[string]string{"ETag": `"1-bbbb"`}},
+	{method: "GET", path: `/{db}/c?open_revs=["1-aaaa","1-","2-abc"]`, hdr: map[string]string{"Accept": "application/json"}, status: 200,
+		raw: `[{"ok":{"_id":"c","_rev":"1-aaaa","v":"a"}},{"missing":"1-"},{"missing":"2-abc"}]` + "\n"},
 	{method: "GET", path: "/{db}/c?open_revs=all", hdr: map[string]string{"Accept": "multipart/mixed"}, status: 200,
 		wantHdr: map[string]string{"Cache-Control": ""}},
 	{method: "GET", path: "/{db}/c?open_revs=all", hdr: map[string]string{"Accept": "application/json"}, status: 200,
