@@ -34,12 +34,13 @@ func (g *Gateway) handleAtt(rq *req, db, id, name string) error {
 
 func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	m := &pb.GetDoc{Id: id}
-	if rev := rq.q.Get("rev"); rev != "" {
+	rev, err := revQuery(rq)
+	if err != nil {
+		return err
+	}
+	if rev != "" {
 		if unstoredRev(rev) {
 			return errMissing
-		}
-		if _, err := revtree.ParseRev(rev); err != nil {
-			return errBadRev
 		}
 		m.Revs = []string{rev}
 	}
@@ -126,7 +127,10 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	if err != nil {
 		return err
 	}
-	rev := rq.q.Get("rev")
+	rev, err := revToEdit(rq)
+	if err != nil {
+		return err
+	}
 	if im := strings.Trim(rq.r.Header.Get("If-Match"), `"`); rev == "" && im != "" {
 		rev = im
 	}

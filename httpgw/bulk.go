@@ -3,6 +3,7 @@ package httpgw
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -367,15 +368,23 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 // (chttpd_db:parse_doc_query): a flag is set by any value "true", other
 // values are ignored, not a 400.
 func bulkGetOpts(rq *req) (*couchdoc.Options, error) {
+	// the per-doc parameters belong in the body's items: CouchDB refuses
+	// the first of them it finds in the query string
+	for _, kv := range strings.Split(rq.r.URL.RawQuery, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k, err := url.QueryUnescape(k); err == nil {
+			switch k {
+			case "open_revs", "new_edits", "w", "rev", "atts_since":
+				return nil, badRequest(`"` + k + `" query parameter is not acceptable`)
+			}
+		}
+	}
 	o := &couchdoc.Options{Revs: anyTrue(rq, "revs"), RevsInfo: anyTrue(rq, "revs_info"),
 		Conflicts: anyTrue(rq, "conflicts"), DeletedConflicts: anyTrue(rq, "deleted_conflicts"),
 		LocalSeq: anyTrue(rq, "local_seq"), Attachments: anyTrue(rq, "attachments"),
 		AttEncodingInfo: anyTrue(rq, "att_encoding_info")}
 	if anyTrue(rq, "meta") {
 		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
-	}
-	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
-		return nil, err
 	}
 	return o, nil
 }

@@ -41,6 +41,23 @@ var bulkWireSteps = []wireStep{
 		raw: `[{"id":"d1","error":"conflict","reason":"Document update conflict."},{"id":"d1","error":"conflict","reason":"Document update conflict."}]` + "\n"},
 	{method: "POST", path: "/{db}/_bulk_docs", body: `{"new_edits":false,"docs":[{"_id":"ne","_rev":"bad"}]}`,
 		status: 400, err: "bad_request", reason: "Invalid rev format"},
+	// every ?rev= a read or a PUT is given must be a rev, an empty one too
+	{method: "GET", path: "/{db}/d1?rev=", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/d1?rev=&latest=true", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "PUT", path: "/{db}/d1?rev=", body: `{}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "PUT", path: "/{db}/d1?rev=1-967a00dff5e02add41819138abb3284d&rev=", body: `{}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "DELETE", path: "/{db}/d1?rev=", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/d1/a.bin?rev=", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	// atts_since as parse_doc_query reads it
+	{method: "GET", path: `/{db}/d1?atts_since=["bad"]`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: `/{db}/d1?atts_since=[5]`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: `/{db}/d1?atts_since="x"`, status: 400, err: "bad_request", reason: "Invalid list of revisions"},
+	{method: "GET", path: `/{db}/d1?atts_since=bad`, status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	// _bulk_get's per-doc parameters are the items', not the query's
+	{method: "POST", path: "/{db}/_bulk_get?revs=true&w=1&rev=x", body: `{"docs":[{"id":"d1"}]}`,
+		status: 400, err: "bad_request", reason: `"w" query parameter is not acceptable`},
+	{method: "POST", path: "/{db}/_bulk_get?atts_since=[]", body: `{"docs":[{"id":"d1"}]}`,
+		status: 400, err: "bad_request", reason: `"atts_since" query parameter is not acceptable`},
 	// an attachment on a rev that is not there
 	{method: "PUT", path: "/{db}/d1/a.bin?rev=1-0123456789abcdef0123456789abcdef", body: "x",
 		hdr: map[string]string{"Content-Type": "application/octet-stream"}, status: 409, err: "not_found", reason: "missing_rev"},

@@ -85,10 +85,38 @@ func (g *Gateway) parseDocOpts(rq *req) (*couchdoc.Options, error) {
 	if docFlag(rq, "meta") {
 		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
 	}
-	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
+	var err error
+	if o.AttsSince, err = attsSinceParam(rq); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// attsSinceParam reads atts_since as CouchDB's parse_doc_query: JSON
+// (invalid UTF-8 JSON else), a list (Invalid list of revisions else) of
+// revs (Invalid rev format else); the last one given counts.
+func attsSinceParam(rq *req) ([]string, error) {
+	vals := rq.q["atts_since"]
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	var v any
+	if json.Unmarshal([]byte(vals[len(vals)-1]), &v) != nil {
+		return nil, errInvalidJSON
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, badRequest("Invalid list of revisions")
+	}
+	revs := make([]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok || !validRev(s) {
+			return nil, errBadRev
+		}
+		revs = append(revs, s)
+	}
+	return revs, nil
 }
 
 func (g *Gateway) getDoc(rq *req, db, id string) error {
@@ -116,12 +144,13 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 			return g.getOpenRevs(rq, db, m, revs, o, quorum)
 		}
 	}
-	if rev := rq.q.Get("rev"); rev != "" {
+	rev, err := revQuery(rq)
+	if err != nil {
+		return err
+	}
+	if rev != "" {
 		if unstoredRev(rev) && !latest {
 			return errMissing
-		}
-		if _, err := revtree.ParseRev(rev); err != nil && !unstoredRev(rev) {
-			return errBadRev
 		}
 		// latest=true opens the winner whatever the rev, as CouchDB's
 		// doc GET does (it drops the rev); a rev read renders no meta
@@ -299,7 +328,10 @@ func sortRevBodies(b []*pb.RevBody) {
 
 // revFromRequest reconciles the rev given in the body, ?rev= and If-Match.
 func revFromRequest(rq *req, d *docjson.Doc) error {
-	q := rq.q.Get("rev")
+	q, err := revToEdit(rq)
+	if err != nil {
+		return err
+	}
 	im := strings.Trim(strings.TrimPrefix(rq.r.Header.Get("If-Match"), "W/"), `"`)
 	if d.HasRev {
 		if q != "" && q != d.Rev {
@@ -342,6 +374,10 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 		d, err = g.readDocBody(rq, g.cfg.MaxRequestSize)
 	}
 	if err != nil {
+		return err
+	}
+	// CouchDB's PUT parses every ?rev= (parse_doc_query), then edits the first
+	if _, err := revQuery(rq); err != nil {
 		return err
 	}
 	if err := revFromRequest(rq, d); err != nil {

@@ -90,3 +90,42 @@ func unstoredRev(s string) bool {
 	}
 	return hash == "" || strings.TrimLeft(pos, "0") == ""
 }
+
+// validRev is a rev CouchDB's parse_rev takes: settee's format, or one
+// that no tree holds (unstoredRev).
+func validRev(s string) bool {
+	if unstoredRev(s) {
+		return true
+	}
+	_, err := revtree.ParseRev(s)
+	return err == nil
+}
+
+// revQuery is a read's ?rev= as CouchDB's parse_doc_query takes it: every
+// value must be a rev (an empty one too is "Invalid rev format"), the
+// last one counts; "" when there is none.
+func revQuery(rq *req) (string, error) {
+	vals := rq.q["rev"]
+	for _, v := range vals {
+		if !validRev(v) {
+			return "", errBadRev
+		}
+	}
+	if len(vals) == 0 {
+		return "", nil
+	}
+	return vals[len(vals)-1], nil
+}
+
+// revToEdit is a write's ?rev= as CouchDB's extract_header_rev takes it:
+// the first value, which must be a rev when it is there.
+func revToEdit(rq *req) (string, error) {
+	vals, ok := rq.q["rev"]
+	if !ok || len(vals) == 0 {
+		return "", nil
+	}
+	if !validRev(vals[0]) {
+		return "", errBadRev
+	}
+	return vals[0], nil
+}
