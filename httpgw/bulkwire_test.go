@@ -48,6 +48,11 @@ var bulkWireSteps = []wireStep{
 	{method: "PUT", path: "/{db}/d1?rev=1-967a00dff5e02add41819138abb3284d&rev=", body: `{}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
 	{method: "DELETE", path: "/{db}/d1?rev=", status: 400, err: "bad_request", reason: "Invalid rev format"},
 	{method: "GET", path: "/{db}/d1/a.bin?rev=", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/d1?rev=bad&open_revs=all", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	// a _rev of "" is no rev: every write refuses it
+	{method: "PUT", path: "/{db}/e1", body: `{"_rev":""}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "POST", path: "/{db}/_bulk_docs", body: `{"docs":[{"_id":"e2","_rev":""}]}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "PUT", path: "/{db}/_local/e3", body: `{"_rev":""}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
 	// atts_since as parse_doc_query reads it
 	{method: "GET", path: `/{db}/d1?atts_since=["bad"]`, status: 400, err: "bad_request", reason: "Invalid rev format"},
 	{method: "GET", path: `/{db}/d1?atts_since=[5]`, status: 400, err: "bad_request", reason: "Invalid rev format"},

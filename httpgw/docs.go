@@ -131,6 +131,12 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
+	// every parameter is read before the doc is: a bad ?rev= fails an
+	// open_revs read too
+	rev, err := revQuery(rq)
+	if err != nil {
+		return err
+	}
 	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
 		all, revs, err := parseOpenRevs(ors[len(ors)-1])
@@ -143,10 +149,6 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 			m.OpenRevsAll = all
 			return g.getOpenRevs(rq, db, m, revs, o, quorum)
 		}
-	}
-	rev, err := revQuery(rq)
-	if err != nil {
-		return err
 	}
 	if rev != "" {
 		if unstoredRev(rev) && !latest {
