@@ -112,7 +112,8 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 }
 
 func (g *Gateway) putAtt(rq *req, db, id, name string) error {
-	if err := checkDocID(id); err != nil {
+	// a DELETE opens the doc first (a missing one is 404 whatever its id)
+	if err := checkDocID(id); err != nil && rq.r.Method != http.MethodDelete {
 		return err
 	}
 	if !utf8.ValidString(name) {
@@ -155,6 +156,25 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		}
 		base = r.Bodies[0]
 	} else if rq.r.Method == http.MethodDelete {
+		// CouchDB looks for the doc and the attachment, then its edit
+		// without a rev conflicts
+		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id})
+		if err != nil {
+			return err
+		}
+		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+			return errMissing
+		}
+		if r.Bodies[0].Deleted {
+			return errDeleted
+		}
+		found := false
+		for _, a := range r.Bodies[0].Atts {
+			found = found || a.Name == name
+		}
+		if !found {
+			return newErr(404, "not_found", "Document is missing attachment")
+		}
 		return errConflict
 	}
 	u := &pb.DocUpdate{Id: id, Rev: rev, Body: []byte("{}"), HasAtts: true}

@@ -63,6 +63,22 @@ var bulkWireSteps = []wireStep{
 		status: 400, err: "bad_request", reason: `"w" query parameter is not acceptable`},
 	{method: "POST", path: "/{db}/_bulk_get?atts_since=[]", body: `{"docs":[{"id":"d1"}]}`,
 		status: 400, err: "bad_request", reason: `"atts_since" query parameter is not acceptable`},
+	// an unknown _name is a doc id: its parameters are read, it is missing,
+	// only its writes are illegal ids
+	{method: "GET", path: "/{db}/_bad?rev=bad", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/_bad", status: 404, err: "not_found", reason: "missing"},
+	{method: "GET", path: "/{db}/_bad/a?rev=bad", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "DELETE", path: "/{db}/_bad", status: 404, err: "not_found", reason: "missing"},
+	{method: "DELETE", path: "/{db}/_bad/a", status: 404, err: "not_found", reason: "missing"},
+	{method: "PATCH", path: "/{db}/_bad", status: 405, err: "method_not_allowed", reason: "Only DELETE,GET,HEAD,POST,PUT,COPY allowed"},
+	{method: "PUT", path: "/{db}/_bad/a", body: "x", status: 400, err: "illegal_docid", reason: "Only reserved document ids may start with underscore."},
+	// an attachment's DELETE without a rev: the doc, the attachment, then a conflict
+	{method: "DELETE", path: "/{db}/nodoc/a", status: 404, err: "not_found", reason: "missing"},
+	{method: "DELETE", path: "/{db}/d1/zz", status: 404, err: "not_found", reason: "Document is missing attachment"},
+	// COPY reads its source's rev and its Destination's before the source
+	{method: "COPY", path: "/{db}/nodoc", hdr: map[string]string{"Destination": "d3?rev=bad"}, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "COPY", path: "/{db}/nodoc?rev=", hdr: map[string]string{"Destination": "d3"}, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "COPY", path: "/{db}/nodoc", hdr: map[string]string{"Destination": "d3"}, status: 404, err: "not_found", reason: "missing"},
 	// an attachment on a rev that is not there
 	{method: "PUT", path: "/{db}/d1/a.bin?rev=1-0123456789abcdef0123456789abcdef", body: "x",
 		hdr: map[string]string{"Content-Type": "application/octet-stream"}, status: 409, err: "not_found", reason: "missing_rev"},

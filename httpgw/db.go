@@ -125,18 +125,8 @@ func (g *Gateway) routeDB(rq *req) error {
 		}
 		return g.handleDocOrAtt(rq, db, second, rest)
 	}
-	if strings.HasPrefix(second, "_") {
-		if err := g.requireMember(rq, db); err != nil {
-			return err
-		}
-		if rq.r.Method == http.MethodPost {
-			return g.postForm(rq, db, second) // its Referer is checked first
-		}
-		if rq.r.Method == http.MethodPut {
-			return errIllegalDocID
-		}
-		return errMissing
-	}
+	// an unknown _name is a doc id to CouchDB: its parameters are read,
+	// it is not found, a write of it is an illegal id
 	return g.handleDocOrAtt(rq, db, second, rest)
 }
 

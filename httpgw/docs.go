@@ -576,6 +576,12 @@ func (g *Gateway) whyNotDeleted(rq *req, db, id string, err error) error {
 
 // copyDoc implements COPY with a Destination header ("id" or "id?rev=R").
 func (g *Gateway) copyDoc(rq *req, db, id string) error {
+	// CouchDB's order: the source's rev, the Destination and its rev,
+	// then the source doc
+	srcRev, err := revToEdit(rq)
+	if err != nil {
+		return err
+	}
 	dest := rq.r.Header.Get("Destination")
 	if dest == "" {
 		return badRequest("Destination header is mandatory for COPY.")
@@ -585,8 +591,16 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	if l := strings.ToLower(dest); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
 		return badRequest("Destination URL must be relative.")
 	}
-	destID, destQ, _ := strings.Cut(dest, "?")
-	destID, err := url.PathUnescape(destID)
+	destID, destQ, hasQ := strings.Cut(dest, "?")
+	var destRev string
+	if hasQ {
+		// "id?rev=R": whatever the key, what follows "=" is the rev
+		_, destRev, _ = strings.Cut(destQ, "=")
+		if !validRev(destRev) {
+			return errBadRev
+		}
+	}
+	destID, err = url.PathUnescape(destID)
 	if err != nil {
 		return badRequest("Invalid Destination header")
 	}
@@ -599,8 +613,11 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		}
 	}
 	m := &pb.GetDoc{Id: id, WithAttsData: true}
-	if rev := rq.q.Get("rev"); rev != "" {
-		m.Revs = []string{rev}
+	if unstoredRev(srcRev) {
+		return errMissing
+	}
+	if srcRev != "" {
+		m.Revs = []string{srcRev}
 	}
 	r, err := g.c.GetDoc(rq.ctx, db, m)
 	if err != nil {
@@ -614,8 +631,8 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		return errDeleted
 	}
 	d := &docjson.Doc{Body: src.Json}
-	if dq, err := url.ParseQuery(destQ); err == nil && dq.Get("rev") != "" {
-		d.Rev, d.HasRev = dq.Get("rev"), true
+	if destRev != "" {
+		d.Rev, d.HasRev = destRev, true
 	}
 	if db == usersDB {
 		if d, err = g.checkUserWrite(rq, destID, d, true); err != nil {
