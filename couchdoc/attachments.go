@@ -112,26 +112,38 @@ func AttErrorCode(err error) string {
 
 // attJSON is one member of _attachments as a client sends it.
 type attJSON struct {
-	ContentType   string  `json:"content_type"`
-	Data          *string `json:"data"`
-	Stub          bool    `json:"stub"`
-	Follows       bool    `json:"follows"`
-	Revpos        uint64  `json:"revpos"`
-	Length        *uint64 `json:"length"`
-	EncodedLength *uint64 `json:"encoded_length"`
-	Encoding      string  `json:"encoding"`
-	Digest        string  `json:"digest"`
+	ContentType   string          `json:"content_type"`
+	Data          json.RawMessage `json:"data"` // a string, else invalid data
+	Stub          onlyTrue        `json:"stub"`
+	Follows       onlyTrue        `json:"follows"`
+	Revpos        uint64          `json:"revpos"`
+	Length        *uint64         `json:"length"`
+	EncodedLength *uint64         `json:"encoded_length"`
+	Encoding      string          `json:"encoding"`
+	Digest        string          `json:"digest"`
+}
+
+// onlyTrue is a flag as CouchDB's couch_att reads it: set by true alone,
+// any other value leaves it unset.
+type onlyTrue bool
+
+func (b *onlyTrue) UnmarshalJSON(v []byte) error {
+	*b = string(v) == "true"
+	return nil
 }
 
 type namedAtt struct {
 	name string
 	attJSON
+	notObject bool // CouchDB drops a member that is not an object
 }
 
 // decodeAtts decodes an _attachments object keeping its members' order
 // (multipart bodies follow it, and a revision's hash lists the
 // attachments in it); a name given twice counts once, with its last
-// value, at its last place (as jiffy's dedupe_keys leaves it).
+// value, at its last place (as jiffy's dedupe_keys leaves it), and a
+// member whose value is not an object is dropped (CouchDB's doc reader
+// takes the object members only).
 func decodeAtts(raw []byte) ([]namedAtt, error) {
 	bad := badAtt("Bad special document member: _attachments")
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -140,36 +152,35 @@ func decodeAtts(raw []byte) ([]namedAtt, error) {
 	}
 	var out []namedAtt
 	at := map[string]int{} // name -> its last place
-	dup := false
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return nil, bad
 		}
 		name, _ := t.(string)
-		var a attJSON
-		if err := dec.Decode(&a); err != nil {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
 			return nil, bad
 		}
-		if _, ok := at[name]; ok {
-			dup = true
+		na := namedAtt{name: name, notObject: v[0] != '{'}
+		if !na.notObject {
+			if err := json.Unmarshal(v, &na.attJSON); err != nil {
+				return nil, bad
+			}
 		}
 		at[name] = len(out)
-		out = append(out, namedAtt{name: name, attJSON: a})
+		out = append(out, na)
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, bad
 	}
-	if dup {
-		kept := out[:0]
-		for i, a := range out {
-			if at[a.name] == i {
-				kept = append(kept, a)
-			}
+	kept := out[:0]
+	for i, a := range out {
+		if at[a.name] == i && !a.notObject {
+			kept = append(kept, a)
 		}
-		out = kept
 	}
-	return out, nil
+	return kept, nil
 }
 
 // ParseAttachments decodes a doc's _attachments object (the one part of a
@@ -216,11 +227,17 @@ func parseAtts(raw []byte, parts [][]byte, multipart, encoded bool) ([]*pb.Att, 
 		if strings.HasPrefix(name, "_") {
 			return nil, badAtt("Attachment name '" + name + "' starts with prohibited character '_'")
 		}
+		// CouchDB's order: a stub, else what follows, else inline data,
+		// which must be there and be base64
 		switch {
-		case a.Stub:
+		case bool(a.Stub):
 			out = append(out, &pb.Att{Name: name, Stub: true, Revpos: a.Revpos})
-		case a.Data != nil:
-			data, err := base64.StdEncoding.DecodeString(*a.Data)
+		case !bool(a.Follows):
+			var b64 string
+			if json.Unmarshal(a.Data, &b64) != nil {
+				return nil, badAtt("Invalid attachment data for " + name)
+			}
+			data, err := base64.StdEncoding.DecodeString(b64)
 			if err != nil {
 				return nil, badAtt("Invalid attachment data for " + name)
 			}
@@ -239,9 +256,9 @@ func parseAtts(raw []byte, parts [][]byte, multipart, encoded bool) ([]*pb.Att, 
 			att := NewAttachment(name, contentType(a.ContentType), data)
 			att.Revpos = a.Revpos
 			out = append(out, att)
-		case a.Follows && !multipart:
+		case !multipart:
 			return nil, badAtt("attachment " + name + " follows, but the request is not multipart")
-		case a.Follows:
+		default:
 			if next >= len(parts) {
 				return nil, badAtt(fmt.Sprintf("attachment %s follows, but the body has only %d attachment parts", name, len(parts)))
 			}
@@ -251,8 +268,6 @@ func parseAtts(raw []byte, parts [][]byte, multipart, encoded bool) ([]*pb.Att, 
 			}
 			next++
 			out = append(out, att)
-		default:
-			return nil, badAtt("Invalid attachment stub in " + name)
 		}
 	}
 	if next < len(parts) {
@@ -274,8 +289,12 @@ func followed(name string, a *attJSON, data []byte) (*pb.Att, error) {
 	if a.Encoding != "" && a.Encoding != "identity" && a.EncodedLength != nil {
 		want = a.EncodedLength
 	}
-	if want != nil && *want != uint64(len(data)) {
-		return nil, badAtt(fmt.Sprintf("attachment %s: its part has %d bytes, but its length is %d", name, len(data), *want))
+	// CouchDB's reasons, which name no attachment
+	if want != nil && *want > uint64(len(data)) {
+		return nil, badAtt("attachment shorter than expected")
+	}
+	if want != nil && *want < uint64(len(data)) {
+		return nil, badAtt("attachment longer than expected")
 	}
 	// CouchDB checks the digest against the bytes as sent
 	if a.Digest != "" && a.Digest != Digest(data) {

@@ -52,10 +52,11 @@ func badMultipart(format string, a ...any) error {
 
 // RelatedBoundary reports whether contentType is multipart/related and
 // returns its boundary; a multipart/related type without a usable boundary
-// is an ErrBadMultipart error.
+// is an ErrBadMultipart error. As CouchDB's doc PUT, only a type that
+// begins "multipart/related;" (so it has parameters; in lower case) is
+// one: a bare "multipart/related" body is read as JSON.
 func RelatedBoundary(contentType string) (string, bool, error) {
-	ct := strings.ToLower(strings.TrimSpace(contentType))
-	if !strings.HasPrefix(ct, "multipart/related") {
+	if !strings.HasPrefix(strings.TrimSpace(contentType), "multipart/related;") {
 		return "", false, nil
 	}
 	mt, params, err := mime.ParseMediaType(contentType)

@@ -174,8 +174,12 @@ func TestRelatedBoundary(t *testing.T) {
 	}{
 		{"application/json", "", false, false},
 		{`multipart/related; boundary="abc def"`, "abc def", true, false},
-		{"Multipart/Related;boundary=x", "x", true, false},
-		{"multipart/related", "", true, true},
+		{"multipart/related;boundary=x", "x", true, false},
+		// CouchDB reads these as JSON bodies: its test is for the
+		// lower-case prefix "multipart/related;"
+		{"Multipart/Related;boundary=x", "", false, false},
+		{"multipart/related", "", false, false},
+		{"multipart/related; charset=utf-8", "", true, true},
 		{"multipart/related; boundary=", "", true, true},
 		{"multipart/related; boundary=\"unterminated", "", true, true},
 	} {

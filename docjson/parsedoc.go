@@ -252,7 +252,8 @@ func (box *docBox) transfer(b []byte, specials []member) *Error {
 			if d.Revisions != nil {
 				continue // CouchDB ignores a _rev that follows _revisions
 			}
-			if v[0] != '"' {
+			// CouchDB parses it here (parse_rev): "" is no rev either
+			if v[0] != '"' || len(v) == 2 {
 				return errOf(ErrBadRev, BadRequest)
 			}
 			d.Rev, a = arenaString(a, v)

@@ -34,9 +34,13 @@ func (g *Gateway) handleAtt(rq *req, db, id, name string) error {
 
 func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	m := &pb.GetDoc{Id: id}
-	if rev := rq.q.Get("rev"); rev != "" {
-		if _, err := revtree.ParseRev(rev); err != nil {
-			return errBadRev
+	rev, err := revQuery(rq)
+	if err != nil {
+		return err
+	}
+	if rev != "" {
+		if unstoredRev(rev) {
+			return errMissing
 		}
 		m.Revs = []string{rev}
 	}
@@ -69,7 +73,7 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		h.Set("Accept-Ranges", "none")
 	}
 	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
-		rq.w.WriteHeader(http.StatusNotModified)
+		notModified(rq)
 		return nil
 	}
 	sendEncoded := meta.Encoding == "gzip" && acceptsGzip(rq.r.Header.Get("Accept-Encoding"))
@@ -108,7 +112,8 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 }
 
 func (g *Gateway) putAtt(rq *req, db, id, name string) error {
-	if err := checkDocID(id); err != nil {
+	// a DELETE opens the doc first (a missing one is 404 whatever its id)
+	if err := checkDocID(id); err != nil && rq.r.Method != http.MethodDelete {
 		return err
 	}
 	if !utf8.ValidString(name) {
@@ -120,13 +125,19 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	// w: copies that must commit for a 201 (CouchDB's write quorum; 0 is
 	// the database's default, n/2+1)
 	w := quorumParam(rq, "w")
-	rev := rq.q.Get("rev")
+	rev, err := revToEdit(rq)
+	if err != nil {
+		return err
+	}
 	if im := strings.Trim(rq.r.Header.Get("If-Match"), `"`); rev == "" && im != "" {
 		rev = im
 	}
 	var base *pb.RevBody
 	var info *pb.FullDocInfo
 	if rev != "" {
+		if unstoredRev(rev) {
+			return errMissingRev
+		}
 		if _, err := revtree.ParseRev(rev); err != nil {
 			return errBadRev
 		}
@@ -135,11 +146,32 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 			return err
 		}
 		info = r.Info
+		// CouchDB opens the rev to edit it: a rev it does not find is
+		// its {not_found, missing} for that rev
 		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
-			return errConflict
+			return errMissingRev
 		}
 		base = r.Bodies[0]
 	} else if rq.r.Method == http.MethodDelete {
+		// CouchDB looks for the doc and the attachment, then its edit
+		// without a rev conflicts
+		r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id})
+		if err != nil {
+			return err
+		}
+		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
+			return errMissing
+		}
+		if r.Bodies[0].Deleted {
+			return errDeleted
+		}
+		found := false
+		for _, a := range r.Bodies[0].Atts {
+			found = found || a.Name == name
+		}
+		if !found {
+			return newErr(404, "not_found", "Document is missing attachment")
+		}
 		return errConflict
 	}
 	u := &pb.DocUpdate{Id: id, Rev: rev, Body: []byte("{}"), HasAtts: true}
@@ -191,7 +223,9 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	if rq.r.Method == http.MethodDelete {
 		return g.writeJSON(rq, 200, okRev(id, out[0].Rev))
 	}
-	rq.w.Header().Set("Location", g.base(rq)+rq.r.URL.EscapedPath())
+	// CouchDB's: the database's name as it is, the doc id and the
+	// attachment's name (slashes and all) encoded
+	rq.w.Header().Set("Location", g.base(rq)+"/"+db+"/"+couchEscape(id)+"/"+couchEscape(name))
 	status := 201
 	if out[0].Accepted {
 		status = 202

@@ -3,6 +3,7 @@ package httpgw
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -59,6 +60,13 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		if err := checkDocID(id); err != nil {
 			return err
 		}
+		// CouchDB parses every doc's _rev before it writes any: a bad one
+		// fails the request, in either mode
+		if d.HasRev && d.Rev != "" && !unstoredRev(d.Rev) {
+			if _, err := revtree.ParseRev(d.Rev); err != nil {
+				return errBadRev
+			}
+		}
 		ids[i], parsed[i] = id, d
 	}
 	if bd.AllOrNothing {
@@ -111,6 +119,10 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 	var at []int // the batch position of updates[tag]
 	for i, d := range parsed {
 		if strings.HasPrefix(ids[i], "_local/") || refused[i] != nil {
+			continue
+		}
+		if newEdits && d.HasRev && unstoredRev(d.Rev) {
+			refused[i] = &pb.Error{Code: "conflict", Reason: "Document update conflict."}
 			continue
 		}
 		u, err := docUpdate(uint32(len(updates)), ids[i], d, newEdits)
@@ -195,9 +207,79 @@ func (g *Gateway) putLocalInBatch(rq *req, db, id string, d *docjson.Doc) coordi
 }
 
 type bulkGetItem struct {
-	ID        string   `json:"id"`
-	Rev       string   `json:"rev"`
-	AttsSince []string `json:"atts_since"`
+	ID        string
+	Rev       string
+	AttsSince []string
+	// what CouchDB answers an item it cannot read (code set): the item's
+	// id and the rev (or the atts_since value) at fault as it was sent,
+	// JSON (null where there is none)
+	idJSON, revJSON []byte
+	code, reason    string
+}
+
+var jsonNull = []byte("null")
+
+// parseBulkGetItem reads one item of _bulk_get's docs as CouchDB's
+// bulk_get_open_doc_revs does, in its order: an object, with an id, a valid
+// doc id, a rev that parses, atts_since a list of revs that parse. A
+// failure is the item's error (an answer in the results, not a 400); an id
+// that is not a string is the request's (CouchDB crashes on it).
+func parseBulkGetItem(raw json.RawMessage) (bulkGetItem, error) {
+	it := bulkGetItem{idJSON: jsonNull, revJSON: jsonNull}
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		it.code, it.reason = "bad_request", "document must be a JSON object"
+		return it, nil
+	}
+	id, ok := m["id"]
+	if !ok {
+		it.code, it.reason = "bad_request", "document id missed"
+		return it, nil
+	}
+	if json.Unmarshal(id, &it.ID) != nil || id[0] != '"' {
+		return it, badRequest("`docs` parameter must be an array of objects with an `id`.")
+	}
+	it.idJSON = id
+	if err := checkDocID(it.ID); err != nil {
+		ce := toCouch(err)
+		it.code, it.reason = ce.code, ce.reason
+		return it, nil
+	}
+	if rev, ok := m["rev"]; ok {
+		if !couchRev(rev, &it.Rev) {
+			it.revJSON, it.code, it.reason = rev, "bad_request", "Invalid rev format"
+			return it, nil
+		}
+	}
+	if as, ok := m["atts_since"]; ok && string(as) != "null" {
+		var revs []json.RawMessage
+		if as[0] != '[' || json.Unmarshal(as, &revs) != nil {
+			it.revJSON, it.code, it.reason = as, "bad_request", "att_since value must be array of revs."
+			return it, nil
+		}
+		for _, r := range revs {
+			var s string
+			if !couchRev(r, &s) {
+				it.revJSON, it.code, it.reason = r, "bad_request", "Invalid rev format"
+				return it, nil
+			}
+			it.AttsSince = append(it.AttsSince, s)
+		}
+	}
+	return it, nil
+}
+
+// couchRev reads a rev as CouchDB's parse_rev takes it: a string of
+// digits, a dash and a hash (an empty one, or generation 0, too).
+func couchRev(raw json.RawMessage, dst *string) bool {
+	if raw[0] != '"' || json.Unmarshal(raw, dst) != nil {
+		return false
+	}
+	if unstoredRev(*dst) {
+		return true
+	}
+	_, err := revtree.ParseRev(*dst)
+	return err == nil
 }
 
 // handleBulkGet fetches many docs (revs) in one request, as replicators do.
@@ -217,12 +299,20 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	if err := g.decodeJSON(rq, &body); err != nil {
 		return err
 	}
-	var items []bulkGetItem
 	if len(body.Docs) == 0 {
 		return badRequest("Missing JSON list of 'docs'.")
 	}
-	if err := json.Unmarshal(body.Docs, &items); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body.Docs, &raws); err != nil {
 		return badRequest("`docs` parameter must be an array of objects with an `id`.")
+	}
+	items := make([]bulkGetItem, len(raws))
+	for i, raw := range raws {
+		it, err := parseBulkGetItem(raw)
+		if err != nil {
+			return err
+		}
+		items[i] = it
 	}
 	o, err := bulkGetOpts(rq)
 	if err != nil {
@@ -276,6 +366,17 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 // (chttpd_db:parse_doc_query): a flag is set by any value "true", other
 // values are ignored, not a 400.
 func bulkGetOpts(rq *req) (*couchdoc.Options, error) {
+	// the per-doc parameters belong in the body's items: CouchDB refuses
+	// the first of them it finds in the query string
+	for _, kv := range strings.Split(rq.r.URL.RawQuery, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k, err := url.QueryUnescape(k); err == nil {
+			switch k {
+			case "open_revs", "new_edits", "w", "rev", "atts_since":
+				return nil, badRequest(`"` + k + `" query parameter is not acceptable`)
+			}
+		}
+	}
 	o := &couchdoc.Options{Revs: anyTrue(rq, "revs"), RevsInfo: anyTrue(rq, "revs_info"),
 		Conflicts: anyTrue(rq, "conflicts"), DeletedConflicts: anyTrue(rq, "deleted_conflicts"),
 		LocalSeq: anyTrue(rq, "local_seq"), Attachments: anyTrue(rq, "attachments"),
@@ -283,24 +384,21 @@ func bulkGetOpts(rq *req) (*couchdoc.Options, error) {
 	if anyTrue(rq, "meta") {
 		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
 	}
-	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
-		return nil, err
-	}
 	return o, nil
 }
 
-func bulkGetError(id, rev, code, reason string) []byte {
+func bulkGetError(id, rev []byte, code, reason string) []byte {
 	b := appendRevError([]byte(`{"error":`), id, rev, code, reason)
 	return append(b, '}')
 }
 
 // appendRevError appends _bulk_get's error object for one rev:
-// {"id","rev","error","reason"}.
-func appendRevError(b []byte, id, rev, code, reason string) []byte {
+// {"id","rev","error","reason"}, id and rev JSON values.
+func appendRevError(b []byte, id, rev []byte, code, reason string) []byte {
 	b = append(b, `{"id":`...)
-	b = docjson.AppendString(b, id)
+	b = append(b, id...)
 	b = append(b, `,"rev":`...)
-	b = docjson.AppendString(b, rev)
+	b = append(b, rev...)
 	b = append(b, `,"error":`...)
 	b = docjson.AppendString(b, code)
 	b = append(b, `,"reason":`...)
@@ -314,31 +412,34 @@ type bulkGetResult struct {
 	item         *bulkGetItem
 	opts         couchdoc.Options
 	reply        *pb.DocReply
-	rev          string // as shown in errors
+	rev          []byte // as shown in errors, JSON
 	code, reason string
 }
 
 // bulkGetPrepare checks one item and returns the read it needs (nil when
 // the item is answered with an error already).
 func bulkGetPrepare(it *bulkGetItem, base *couchdoc.Options, latest, allAtts bool) (*bulkGetResult, *pb.GetDoc) {
-	res := &bulkGetResult{item: it, opts: *base, rev: it.Rev}
+	res := &bulkGetResult{item: it, opts: *base, rev: it.revJSON}
+	if it.code != "" {
+		res.code, res.reason = it.code, it.reason
+		return res, nil
+	}
 	if len(it.AttsSince) > 0 {
 		res.opts.AttsSince = it.AttsSince
 	}
-	if res.rev == "" {
-		res.rev = "undefined"
-	}
-	if it.ID == "" {
-		res.code, res.reason = "illegal_docid", "Document id must not be empty"
-		return res, nil
+	// a doc that is not there is answered with the rev asked for, as
+	// CouchDB prints it (its atom undefined when none was)
+	res.rev = docjson.AppendString(nil, it.Rev)
+	if it.Rev == "" {
+		res.rev = []byte(`"undefined"`)
 	}
 	o := &res.opts
 	m := &pb.GetDoc{Id: it.ID, Latest: latest, WithAttsData: allAtts || o.Attachments || len(o.AttsSince) > 0}
+	if unstoredRev(it.Rev) {
+		res.code, res.reason = "not_found", "missing" // a rev no tree holds
+		return res, nil
+	}
 	if it.Rev != "" {
-		if _, err := revtree.ParseRev(it.Rev); err != nil {
-			res.code, res.reason = "bad_request", "Invalid rev format"
-			return res, nil
-		}
 		m.Revs = []string{it.Rev}
 	} else {
 		// no rev: every leaf, as CouchDB answers (open_revs=all)
@@ -367,10 +468,10 @@ func (res *bulkGetResult) finish(r *pb.DocReply, err error) {
 func (res *bulkGetResult) appendJSON(out []byte) []byte {
 	it := res.item
 	out = append(out, `{"id":`...)
-	out = docjson.AppendString(out, it.ID)
+	out = append(out, it.idJSON...)
 	out = append(out, `,"docs":[`...)
 	if res.code != "" {
-		out = append(out, bulkGetError(it.ID, res.rev, res.code, res.reason)...)
+		out = append(out, bulkGetError(it.idJSON, res.rev, res.code, res.reason)...)
 		return append(out, "]}"...)
 	}
 	for n, b := range res.reply.Bodies {
@@ -378,7 +479,7 @@ func (res *bulkGetResult) appendJSON(out []byte) []byte {
 			out = append(out, ',')
 		}
 		if b.Missing {
-			out = append(out, bulkGetError(it.ID, b.Rev, "not_found", "missing")...)
+			out = append(out, bulkGetError(it.idJSON, docjson.AppendString(nil, b.Rev), "not_found", "missing")...)
 			continue
 		}
 		out = append(out, `{"ok":`...)

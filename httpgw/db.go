@@ -120,8 +120,9 @@ func (g *Gateway) routeDB(rq *req) error {
 		return g.handleLocal(rq, db, second)
 	}
 	if strings.HasPrefix(second, "_design/") || strings.HasPrefix(second, "_local/") {
-		if rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead {
+		if isDesign(second) && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead) {
 			// CouchDB redirects an encoded slash to the canonical path
+			// (a design doc's; a _local doc's is read as it is)
 			u := *rq.r.URL
 			u.RawPath = ""
 			u.Path = "/" + db + "/" + second
@@ -129,6 +130,7 @@ func (g *Gateway) routeDB(rq *req) error {
 				u.Path += "/" + strings.Join(rest, "/")
 			}
 			rq.w.Header().Set("Location", g.base(rq)+u.EscapedPath()+queryString(rq))
+			rawAnswer(rq)
 			rq.w.WriteHeader(http.StatusMovedPermanently)
 			return nil
 		}
@@ -140,15 +142,8 @@ func (g *Gateway) routeDB(rq *req) error {
 		}
 		return g.handleDocOrAtt(rq, db, second, rest)
 	}
-	if strings.HasPrefix(second, "_") {
-		if err := g.requireMember(rq, db); err != nil {
-			return err
-		}
-		if rq.r.Method == http.MethodPut || rq.r.Method == http.MethodPost {
-			return errIllegalDocID
-		}
-		return errMissing
-	}
+	// an unknown _name is a doc id to CouchDB: its parameters are read,
+	// it is not found, a write of it is an illegal id
 	return g.handleDocOrAtt(rq, db, second, rest)
 }
 
@@ -203,7 +198,7 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		rq.w.Header().Set("Location", g.base(rq)+"/"+escapeDocID(db))
+		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db))
 		if !all {
 			return g.writeJSON(rq, 202, okBody)
 		}

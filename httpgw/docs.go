@@ -1,9 +1,11 @@
 package httpgw
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/settee/settee/coordinator"
@@ -14,13 +16,24 @@ import (
 	"github.com/settee/settee/revtree"
 )
 
-func escapeDocID(id string) string {
-	for _, p := range []string{"_design/", "_local/"} {
-		if strings.HasPrefix(id, p) {
-			return p[:len(p)-1] + "%2F" + url.PathEscape(id[len(p):])
+// couchEscape percent-encodes s as CouchDB's couch_util:url_encode does
+// for the Location of a write: every byte but letters, digits and "_.-:"
+// (a slash too, so "_design/d" is "_design%2Fd").
+func couchEscape(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-', c == ':':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
 		}
 	}
-	return url.PathEscape(id)
+	return b.String()
 }
 
 func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
@@ -40,7 +53,7 @@ func (g *Gateway) handleDocOrAtt(rq *req, db, id string, att []string) error {
 	case "COPY":
 		return g.copyDoc(rq, db, id)
 	case http.MethodPost:
-		return methodNotAllowed("DELETE,GET,HEAD,PUT,COPY")
+		return g.postForm(rq, db, id)
 	}
 	return methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
 }
@@ -72,10 +85,38 @@ func (g *Gateway) parseDocOpts(rq *req) (*couchdoc.Options, error) {
 	if docFlag(rq, "meta") {
 		o.Conflicts, o.DeletedConflicts, o.RevsInfo = true, true, true
 	}
-	if _, err := jsonParam(rq, &o.AttsSince, "atts_since"); err != nil {
+	var err error
+	if o.AttsSince, err = attsSinceParam(rq); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// attsSinceParam reads atts_since as CouchDB's parse_doc_query: JSON
+// (invalid UTF-8 JSON else), a list (Invalid list of revisions else) of
+// revs (Invalid rev format else); the last one given counts.
+func attsSinceParam(rq *req) ([]string, error) {
+	vals := rq.q["atts_since"]
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	var v any
+	if json.Unmarshal([]byte(vals[len(vals)-1]), &v) != nil {
+		return nil, errInvalidJSON
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, badRequest("Invalid list of revisions")
+	}
+	revs := make([]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok || !validRev(s) {
+			return nil, errBadRev
+		}
+		revs = append(revs, s)
+	}
+	return revs, nil
 }
 
 func (g *Gateway) getDoc(rq *req, db, id string) error {
@@ -87,18 +128,34 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	// r: copies that must answer (CouchDB's read quorum; 0 is the
 	// database's default, n/2+1)
 	quorum := quorumParam(rq, "r")
+	// every parameter is read before the doc is: a bad ?rev= fails an
+	// open_revs read too
+	rev, err := revQuery(rq)
+	if err != nil {
+		return err
+	}
 	m := &pb.GetDoc{Id: id, Latest: latest, WithAttsData: o.Attachments || len(o.AttsSince) > 0}
 	if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
-		return g.getOpenRevs(rq, db, m, ors[len(ors)-1], o, quorum)
-	}
-	if rev := rq.q.Get("rev"); rev != "" {
-		if _, err := revtree.ParseRev(rev); err != nil {
-			return errBadRev
+		all, revs, err := parseOpenRevs(ors[len(ors)-1])
+		if err != nil {
+			return err
 		}
-		// CouchDB: with latest=true a doc GET answers the current winner,
-		// whatever rev names (a leaf of another branch, one it never had)
+		// an empty list is no open_revs: CouchDB reads the doc then
+		if all || len(revs) > 0 {
+			noMeta(o)
+			m.OpenRevsAll = all
+			return g.getOpenRevs(rq, db, m, revs, o, quorum)
+		}
+	}
+	if rev != "" {
+		if unstoredRev(rev) && !latest {
+			return errMissing
+		}
+		// latest=true opens the winner whatever the rev, as CouchDB's
+		// doc GET does (it drops the rev); a rev read renders no meta
 		if !latest {
 			m.Revs = []string{rev}
+			noMeta(o)
 		}
 	}
 	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
@@ -115,11 +172,16 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if len(m.Revs) == 0 && rb.Deleted {
 		return errDeleted
 	}
-	etag := `"` + rb.Rev + `"`
-	rq.w.Header().Set("ETag", etag)
-	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
-		rq.w.WriteHeader(http.StatusNotModified)
-		return nil
+	// CouchDB's doc has an ETag (and a 304) only when none of its meta
+	// members is rendered: revs_info and local_seq always are, conflicts
+	// and deleted_conflicts when there are some
+	if !hasMeta(r.Info, o) {
+		etag := `"` + rb.Rev + `"`
+		rq.w.Header().Set("ETag", etag)
+		if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
+			notModified(rq)
+			return nil
+		}
 	}
 	if m.WithAttsData && accepts(rq, "multipart/related", false) {
 		if d := newRelatedDoc(id, r.Info, rb, *o); len(d.atts) > 0 {
@@ -130,32 +192,67 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	return g.writeJSON(rq, 200, append(buf, '\n'))
 }
 
-func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *couchdoc.Options, quorum int) error {
-	mixed := accepts(rq, "multipart/mixed", false)
+// noMeta drops the options that CouchDB renders from the doc's meta,
+// which a read of given revs (?rev=, open_revs) does not have.
+func noMeta(o *couchdoc.Options) {
+	o.RevsInfo, o.LocalSeq, o.Conflicts, o.DeletedConflicts = false, false, false, false
+}
+
+// hasMeta tells whether the winner's rendering has a meta member.
+func hasMeta(info *pb.FullDocInfo, o *couchdoc.Options) bool {
+	return o.RevsInfo || o.LocalSeq ||
+		o.Conflicts && len(revtree.Conflicts(info)) > 0 ||
+		o.DeletedConflicts && len(revtree.DeletedConflicts(info)) > 0
+}
+
+// parseOpenRevs reads open_revs as CouchDB's parse_doc_query: "all", or
+// JSON (invalid UTF-8 JSON else) that is a list (Invalid list of
+// revisions else) of revs (Invalid rev format else).
+func parseOpenRevs(spec string) (all bool, revs []string, err error) {
 	if spec == "all" {
-		m.OpenRevsAll = true
-	} else {
-		if !docjson.Valid([]byte(spec)) {
-			return errInvalidJSON
+		return true, nil, nil
+	}
+	var v any
+	if json.Unmarshal([]byte(spec), &v) != nil {
+		return false, nil, errInvalidJSON
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return false, nil, badRequest("Invalid list of revisions")
+	}
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return false, nil, errBadRev
 		}
-		revs, err := revList([]byte(spec))
-		if err != nil {
-			return err
+		if _, err := revtree.ParseRev(s); err != nil && !unstoredRev(s) {
+			return false, nil, errBadRev
 		}
-		if len(revs) == 0 && !mixed {
-			return g.writeJSON(rq, 200, []byte("[]\n"))
+		revs = append(revs, s)
+	}
+	return false, revs, nil
+}
+
+func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, revs []string, o *couchdoc.Options, quorum int) error {
+	mixed := accepts(rq, "multipart/mixed", false)
+	// a rev no tree holds ("1-") is missing without a read
+	var unstored []*pb.RevBody
+	for _, s := range revs {
+		if unstoredRev(s) {
+			unstored = append(unstored, &pb.RevBody{Rev: s, Missing: true})
+		} else {
+			m.Revs = append(m.Revs, s)
 		}
-		m.Revs = revs
 	}
 	if mixed {
 		m.WithAttsData = true
-		if len(m.Revs) == 0 && !m.OpenRevsAll {
-			return g.writeOpenRevsMixed(rq, m.Id, nil, nil, nil, *o)
-		}
 	}
-	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
-	if err != nil {
-		return err
+	r := &pb.DocReply{}
+	if m.OpenRevsAll || len(m.Revs) > 0 {
+		var err error
+		if r, err = g.c.GetDocR(rq.ctx, db, m, quorum); err != nil {
+			return err
+		}
 	}
 	if r.Info == nil {
 		if m.OpenRevsAll {
@@ -175,6 +272,17 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, spec string, o *
 		} else {
 			found = append(found, b)
 		}
+	}
+	missing = append(missing, unstored...)
+	if len(unstored) > 0 && len(missing) > len(unstored) {
+		// the missing in the order asked, as CouchDB lists them
+		at := make(map[string]int, len(revs))
+		for i, s := range revs {
+			if _, ok := at[s]; !ok {
+				at[s] = i
+			}
+		}
+		sort.SliceStable(missing, func(i, j int) bool { return at[missing[i].Rev] < at[missing[j].Rev] })
 	}
 	sortRevBodies(found)
 	if mixed {
@@ -219,7 +327,10 @@ func sortRevBodies(b []*pb.RevBody) {
 
 // revFromRequest reconciles the rev given in the body, ?rev= and If-Match.
 func revFromRequest(rq *req, d *docjson.Doc) error {
-	q := rq.q.Get("rev")
+	q, err := revToEdit(rq)
+	if err != nil {
+		return err
+	}
 	im := strings.Trim(strings.TrimPrefix(rq.r.Header.Get("If-Match"), "W/"), `"`)
 	if d.HasRev {
 		if q != "" && q != d.Rev {
@@ -264,6 +375,10 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
+	// CouchDB's PUT parses every ?rev= (parse_doc_query), then edits the first
+	if _, err := revQuery(rq); err != nil {
+		return err
+	}
 	if err := revFromRequest(rq, d); err != nil {
 		return err
 	}
@@ -271,12 +386,22 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	return g.writeOne(rq, db, id, d, mp, newEdits, true)
+	return g.writeOne(rq, db, id, d, mp, newEdits, withETag|withLocation)
 }
+
+// writeHeaders are the headers of a write's answer, as CouchDB sends them:
+// a PUT has both, a POST /db only Location, a DELETE only the ETag (and a
+// batch=ok write neither).
+type writeHeaders uint8
+
+const (
+	withETag writeHeaders = 1 << iota
+	withLocation
+)
 
 // writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE;
 // mp holds the attachment parts of a multipart/related PUT.
-func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits, location bool) error {
+func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits bool, hdrs writeHeaders) error {
 	if db == usersDB {
 		var err error
 		if d, err = g.checkUserWrite(rq, id, d, newEdits); err != nil {
@@ -323,15 +448,18 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 			rev = revtree.Rev{Pos: d.Revisions.Start, Hash: d.Revisions.IDs[0]}.String()
 		}
 	}
+	if rq.q.Get("batch") == "ok" {
+		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
+	}
 	h := rq.w.Header()
-	h.Set("ETag", `"`+rev+`"`)
-	if location {
-		h.Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(id))
+	if hdrs&withETag != 0 {
+		h.Set("ETag", `"`+rev+`"`)
+	}
+	if hdrs&withLocation != 0 {
+		h.Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
 	}
 	status := 201
 	switch {
-	case rq.q.Get("batch") == "ok":
-		return g.writeJSON(rq, 202, map[string]any{"ok": true, "id": id})
 	case o.Accepted:
 		// before the deletion's 200, as CouchDB: a delete that reached
 		// fewer than w copies is 202 like any other write
@@ -393,7 +521,7 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 			return err
 		}
 	}
-	return g.writeOne(rq, db, id, d, nil, true, true)
+	return g.writeOne(rq, db, id, d, nil, true, withLocation)
 }
 
 func (g *Gateway) deleteDoc(rq *req, db, id string) error {
@@ -412,7 +540,7 @@ func (g *Gateway) deleteDoc(rq *req, db, id string) error {
 		err = errConflict
 	}
 	if err == nil {
-		err = g.writeOne(rq, db, id, d, nil, true, false)
+		err = g.writeOne(rq, db, id, d, nil, true, withETag)
 	}
 	if err != nil {
 		return g.whyNotDeleted(rq, db, id, err)
@@ -442,6 +570,12 @@ func (g *Gateway) whyNotDeleted(rq *req, db, id string, err error) error {
 
 // copyDoc implements COPY with a Destination header ("id" or "id?rev=R").
 func (g *Gateway) copyDoc(rq *req, db, id string) error {
+	// CouchDB's order: the source's rev, the Destination and its rev,
+	// then the source doc
+	srcRev, err := revToEdit(rq)
+	if err != nil {
+		return err
+	}
 	dest := rq.r.Header.Get("Destination")
 	if dest == "" {
 		return badRequest("Destination header is mandatory for COPY.")
@@ -451,8 +585,16 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	if l := strings.ToLower(dest); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
 		return badRequest("Destination URL must be relative.")
 	}
-	destID, destQ, _ := strings.Cut(dest, "?")
-	destID, err := url.PathUnescape(destID)
+	destID, destQ, hasQ := strings.Cut(dest, "?")
+	var destRev string
+	if hasQ {
+		// "id?rev=R": whatever the key, what follows "=" is the rev
+		_, destRev, _ = strings.Cut(destQ, "=")
+		if !validRev(destRev) {
+			return errBadRev
+		}
+	}
+	destID, err = url.PathUnescape(destID)
 	if err != nil {
 		return badRequest("Invalid Destination header")
 	}
@@ -466,7 +608,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	}
 	// the source: a doc (at ?rev=) with its attachments, or a local doc
 	// (by its id alone, as a GET reads one)
-	src := &pb.RevBody{}
+	var src *pb.RevBody
 	if strings.HasPrefix(id, "_local/") {
 		if _, ok := rq.q["rev"]; ok {
 			return errMissing
@@ -475,11 +617,14 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		if err != nil {
 			return err
 		}
-		src.Json = ld.Json
+		src = &pb.RevBody{Json: ld.Json}
 	} else {
 		m := &pb.GetDoc{Id: id, WithAttsData: true}
-		if rev := rq.q.Get("rev"); rev != "" {
-			m.Revs = []string{rev}
+		if unstoredRev(srcRev) {
+			return errMissing
+		}
+		if srcRev != "" {
+			m.Revs = []string{srcRev}
 		}
 		r, err := g.c.GetDoc(rq.ctx, db, m)
 		if err != nil {
@@ -494,8 +639,8 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		}
 	}
 	d := &docjson.Doc{Body: src.Json}
-	if dq, err := url.ParseQuery(destQ); err == nil && dq.Get("rev") != "" {
-		d.Rev, d.HasRev = dq.Get("rev"), true
+	if destRev != "" {
+		d.Rev, d.HasRev = destRev, true
 	}
 	if strings.HasPrefix(destID, "_local/") {
 		// a local doc takes the body alone, its rev one past the one
@@ -505,7 +650,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 			return err
 		}
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
-		rq.w.Header().Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(destID))
+		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(destID))
 		return g.writeJSON(rq, 201, okRev(destID, rev))
 	}
 	if db == usersDB {
@@ -536,7 +681,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	}
 	h := rq.w.Header()
 	h.Set("ETag", `"`+out[0].Rev+`"`)
-	h.Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(destID))
+	h.Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(destID))
 	status := 201
 	if out[0].Accepted {
 		status = 202

@@ -40,6 +40,7 @@ func badRequest(reason string) *couchError { return newErr(400, "bad_request", r
 var (
 	errInvalidJSON   = badRequest("invalid UTF-8 JSON")
 	errBadRev        = badRequest("Invalid rev format")
+	errMissingRev    = newErr(409, "not_found", "missing_rev") // CouchDB's {{not_found, missing}, Rev}
 	errDBNotFound    = newErr(404, "not_found", "Database does not exist.")
 	errMissing       = newErr(404, "not_found", "missing")
 	errNotFoundBare  = &couchError{status: 404, code: "not found", noReason: true}

@@ -2,7 +2,6 @@ package httpgw
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -62,7 +61,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 			return err
 		}
 		rq.w.Header().Set("ETag", `"`+rev+`"`)
-		rq.w.Header().Set("Location", g.base(rq)+"/"+url.PathEscape(db)+"/"+escapeDocID(id))
+		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
 		return g.writeJSON(rq, 201, okRev(id, rev))
 	case http.MethodDelete:
 		return g.deleteLocal(rq, db, id)

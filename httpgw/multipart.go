@@ -138,6 +138,7 @@ func (g *Gateway) writeRelated(rq *req, d *relatedDoc) error {
 	for _, p := range pieces {
 		n += len(p)
 	}
+	rawAnswer(rq)
 	h := rq.w.Header()
 	h.Set("Content-Type", `multipart/related; boundary="`+boundary+`"`)
 	h.Set("Content-Length", strconv.Itoa(n))
@@ -155,6 +156,7 @@ func (g *Gateway) writeRelated(rq *req, d *relatedDoc) error {
 func (g *Gateway) writeOpenRevsMixed(rq *req, id string, info *pb.FullDocInfo, found, missing []*pb.RevBody, o couchdoc.Options) error {
 	o.Attachments = true
 	outer, inner := couchdoc.NewBoundary(), couchdoc.NewBoundary()
+	rawAnswer(rq)
 	rq.w.Header().Set("Content-Type", `multipart/mixed; boundary="`+outer+`"`)
 	rq.w.WriteHeader(200)
 	if rq.r.Method == http.MethodHead {
@@ -215,17 +217,18 @@ func wantsBulkGetMultipart(rq *req) (string, bool) {
 // failed item an error part.
 func (g *Gateway) writeBulkGetMultipart(rq *req, mt string, results []*bulkGetResult) error {
 	outer, inner := couchdoc.NewBoundary(), couchdoc.NewBoundary()
+	rawAnswer(rq)
 	rq.w.Header().Set("Content-Type", mt+`; boundary="`+outer+`"`)
 	rq.w.WriteHeader(200)
 	w := rq.w
-	errPart := func(id, rev, code, reason string) error {
+	errPart := func(id, rev []byte, code, reason string) error {
 		b := []byte("\r\n--" + outer + "\r\nContent-Type: application/json; error=\"true\"\r\n\r\n")
 		_, err := w.Write(appendRevError(b, id, rev, code, reason))
 		return err
 	}
 	for _, res := range results {
 		if res.code != "" {
-			if errPart(res.item.ID, res.rev, res.code, res.reason) != nil {
+			if errPart(res.item.idJSON, res.rev, res.code, res.reason) != nil {
 				return nil
 			}
 			continue
@@ -233,7 +236,7 @@ func (g *Gateway) writeBulkGetMultipart(rq *req, mt string, results []*bulkGetRe
 		for _, b := range res.reply.Bodies {
 			var err error
 			if b.Missing {
-				err = errPart(res.item.ID, b.Rev, "not_found", "missing")
+				err = errPart(res.item.idJSON, docjson.AppendString(nil, b.Rev), "not_found", "missing")
 			} else {
 				o := res.opts
 				o.Attachments = true

@@ -27,6 +27,7 @@ func (g *Gateway) handlePrometheus(rq *req) error {
 	if err != nil {
 		return err
 	}
+	rawAnswer(rq)
 	h := rq.w.Header()
 	h.Set("Content-Type", prometheusType)
 	h.Set("Content-Length", strconv.Itoa(len(b)))

@@ -67,6 +67,7 @@ func (g *Gateway) writeJSResponse(rq *req, resp *couchjs.Response, defaultCode i
 	if resp == nil {
 		resp = &couchjs.Response{}
 	}
+	rawAnswer(rq)
 	h := rq.w.Header()
 	for k, v := range resp.Headers {
 		h.Set(k, v)
@@ -391,6 +392,7 @@ func (w *listWriter) start(r *couchjs.Response) error {
 }
 
 func (w *listWriter) commit() {
+	rawAnswer(w.rq)
 	h := w.rq.w.Header()
 	code := 200
 	if w.resp != nil {

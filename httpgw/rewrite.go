@@ -304,6 +304,7 @@ func validateRewrite(fields []kv) error {
 // CouchDB's send_response does: those headers only (no Content-Type of
 // its own).
 func writeRewriteResponse(rq *req, code int, headers []kv, body string) error {
+	rawAnswer(rq)
 	h := rq.w.Header()
 	h["Content-Type"] = nil // no sniffing: CouchDB sends none
 	for _, p := range headers {

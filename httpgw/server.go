@@ -320,6 +320,11 @@ func (g *Gateway) writeJSON(rq *req, status int, v any) error {
 	}
 	h := rq.w.Header()
 	h.Set("Content-Type", "application/json")
+	// CouchDB's JSON answers (send_json, start_json_response) carry
+	// Cache-Control: must-revalidate unless the handler set its own
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "must-revalidate")
+	}
 	// a known length lets net/http send the body in one write instead
 	// of chunked encoding
 	h.Set("Content-Length", strconv.Itoa(len(b)))
@@ -338,12 +343,30 @@ func (g *Gateway) fail(rq *req, err error) {
 	if ce.status == 401 && g.unauthorized(rq, ce) {
 		return
 	}
+	// an error is answered afresh, as CouchDB's send_error: none of the
+	// headers the handler had set for its answer
+	h := rq.w.Header()
+	for _, k := range []string{"ETag", "Location", "Accept-Ranges", "Content-Range", "Content-Encoding"} {
+		h.Del(k)
+	}
+	h.Set("Cache-Control", "must-revalidate")
 	body := map[string]string{"error": ce.code, "reason": ce.reason}
 	if ce.noReason {
 		delete(body, "reason")
 	}
 	b, _ := json.Marshal(body)
 	_ = g.writeJSON(rq, ce.status, append(b, '\n'))
+}
+
+// rawAnswer readies an answer that CouchDB sends with send_response or a
+// chunked start of its own rather than as JSON (a 304, a redirect,
+// multipart bodies, _show/_list/_update): it has no Cache-Control.
+func rawAnswer(rq *req) { rq.w.Header().Del("Cache-Control") }
+
+// notModified answers 304 as CouchDB's etag_respond: the ETag alone.
+func notModified(rq *req) {
+	rawAnswer(rq)
+	rq.w.WriteHeader(http.StatusNotModified)
 }
 
 var okBody = []byte("{\"ok\":true}\n")

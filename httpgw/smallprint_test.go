@@ -22,13 +22,14 @@ type wireStep struct {
 	hdr                 map[string]string // request headers beside Content-Type: application/json
 	status              int
 	err, reason, inBody string            // "" : not checked
+	inBodyAll           []string          // each in the answer (members whose order CouchDB does not keep)
 	raw                 string            // the exact body, when set
 	rows                int               // rows in the answer, when > 0; -1: none
 	as                  string            // "user:password" to send, "-" for none; "": the admin
 	keep                string            // keeps the answer's "rev" as {keep} for the steps after
 	lags                bool              // CouchDB may answer it late (an eventually consistent cache)
 	retry               time.Duration     // asks again until the status is right or this has passed
-	wantHdr             map[string]string // response headers ({db} substituted)
+	wantHdr             map[string]string // response headers ({db} and the kept revs substituted; "": absent)
 }
 
 // deletedDocs are docs with revs the test wrote itself (new_edits=false),
@@ -148,6 +149,11 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 		if st.inBody != "" && !bytes.Contains(b, []byte(st.inBody)) {
 			t.Fatalf("%s: answer %s, want %s in it", where, clip(b), st.inBody)
 		}
+		for _, part := range st.inBodyAll {
+			if !bytes.Contains(b, []byte(part)) {
+				t.Fatalf("%s: answer %s, want %s in it", where, clip(b), part)
+			}
+		}
 		if st.raw != "" && string(b) != st.raw {
 			t.Fatalf("%s: body %q, want %q", where, clip(b), st.raw)
 		}
@@ -157,8 +163,9 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 				t.Fatalf("%s: answer %s, want %d rows", where, clip(b), st.rows)
 			}
 		}
+		after := strings.NewReplacer(kept...) // with this step's keep
 		for k, v := range st.wantHdr {
-			if got := resp.Header.Get(k); got != strings.ReplaceAll(v, "{db}", db) {
+			if got := resp.Header.Get(k); got != after.Replace(v) {
 				t.Fatalf("%s: %s %q, want %q", where, k, got, v)
 			}
 		}

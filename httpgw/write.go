@@ -38,6 +38,9 @@ func docUpdate(tag uint32, id string, d *docjson.Doc, newEdits bool) (*pb.DocUpd
 func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couchdoc.Related) (*pb.DocUpdate, error) {
 	u := &pb.DocUpdate{Tag: tag, Id: id, Body: d.Body, Rev: d.Rev, Deleted: d.Deleted, HasAtts: d.HasAttachments}
 	if d.HasRev && newEdits && d.Rev != "" {
+		if unstoredRev(d.Rev) {
+			return nil, errConflict // an edit of a rev no doc has
+		}
 		if _, err := revtree.ParseRev(d.Rev); err != nil {
 			return nil, errBadRev
 		}
@@ -69,4 +72,60 @@ func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couch
 		u.Atts = atts
 	}
 	return u, nil
+}
+
+// unstoredRev reports a rev that CouchDB's parse_rev takes (digits, a dash,
+// any hash) but no rev tree holds: generation 0 or an empty hash ("2-"),
+// which settee's rev parser refuses. CouchDB answers an edit of it as a
+// conflict and a read of it as missing, not as a bad rev.
+func unstoredRev(s string) bool {
+	pos, hash, ok := strings.Cut(s, "-")
+	if !ok || pos == "" {
+		return false
+	}
+	for i := 0; i < len(pos); i++ {
+		if pos[i] < '0' || pos[i] > '9' {
+			return false
+		}
+	}
+	return hash == "" || strings.TrimLeft(pos, "0") == ""
+}
+
+// validRev is a rev CouchDB's parse_rev takes: settee's format, or one
+// that no tree holds (unstoredRev).
+func validRev(s string) bool {
+	if unstoredRev(s) {
+		return true
+	}
+	_, err := revtree.ParseRev(s)
+	return err == nil
+}
+
+// revQuery is a read's ?rev= as CouchDB's parse_doc_query takes it: every
+// value must be a rev (an empty one too is "Invalid rev format"), the
+// last one counts; "" when there is none.
+func revQuery(rq *req) (string, error) {
+	vals := rq.q["rev"]
+	for _, v := range vals {
+		if !validRev(v) {
+			return "", errBadRev
+		}
+	}
+	if len(vals) == 0 {
+		return "", nil
+	}
+	return vals[len(vals)-1], nil
+}
+
+// revToEdit is a write's ?rev= as CouchDB's extract_header_rev takes it:
+// the first value, which must be a rev when it is there.
+func revToEdit(rq *req) (string, error) {
+	vals, ok := rq.q["rev"]
+	if !ok || len(vals) == 0 {
+		return "", nil
+	}
+	if !validRev(vals[0]) {
+		return "", errBadRev
+	}
+	return vals[0], nil
 }
