@@ -63,6 +63,7 @@ fuzz:
 	go test ./mango/ -run '^$$' -fuzz '^FuzzDecodeFields$$' -fuzztime $(FUZZTIME)
 	go test ./etf/ -run '^$$' -fuzz '^FuzzAppendJSON$$' -fuzztime $(FUZZTIME)
 	go test ./etf/ -run '^$$' -fuzz '^FuzzExactFloat$$' -fuzztime $(FUZZTIME)
+	go test ./cdeflate/ -run '^$$' -fuzz '^FuzzDeflate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	./scripts/checkfuzz.sh
 
 # The Docker image settee:dev, FROM scratch around the static binary.
