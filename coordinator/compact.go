@@ -1,19 +1,17 @@
 package coordinator
 
 import (
-	"cmp"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/revtree"
 )
 
 // Compact asks every copy of every shard of db to compact. It returns true
@@ -174,27 +172,7 @@ func (c *Coordinator) PurgedInfos(ctx context.Context, db string) ([]*pb.PurgeIn
 		if out[i].Id != out[j].Id {
 			return out[i].Id < out[j].Id
 		}
-		return slices.CompareFunc(out[i].Revs, out[j].Revs, compareParsedRev) < 0
+		return slices.CompareFunc(out[i].Revs, out[j].Revs, revtree.CompareParsed) < 0
 	})
 	return out, nil
-}
-
-// compareParsedRev orders revs as Erlang orders CouchDB's parsed ones,
-// {Pos, Id}: by position, then by the id's bytes, hex-decoded when it is
-// 32 hex digits.
-func compareParsedRev(a, b string) int {
-	key := func(r string) (int, string) {
-		p, id, _ := strings.Cut(r, "-")
-		pos, _ := strconv.Atoi(p)
-		if d, err := hex.DecodeString(id); err == nil && len(id) == 32 {
-			id = string(d)
-		}
-		return pos, id
-	}
-	posA, ia := key(a)
-	posB, ib := key(b)
-	if c := cmp.Compare(posA, posB); c != 0 {
-		return c
-	}
-	return strings.Compare(ia, ib)
 }

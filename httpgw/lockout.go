@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,9 @@ import (
 type lockout struct {
 	mu    sync.Mutex
 	fails map[lockKey]*lockEntry
+	// n is len(fails): every basic-auth request asks locked, and while
+	// no login has failed it answers without the mutex
+	n atomic.Int64
 }
 
 type lockKey struct{ peer, name, salt string }
@@ -91,13 +95,14 @@ func (c lockConf) peer(rq *req) string {
 // locked reports whether k has reached the threshold (in warn mode it
 // logs and lets the login go on).
 func (l *lockout) locked(g *Gateway, c lockConf, k lockKey) bool {
-	if c.mode == "off" {
+	if c.mode == "off" || l.n.Load() == 0 {
 		return false
 	}
 	l.mu.Lock()
 	e := l.fails[k]
 	if e != nil && time.Since(e.first) >= c.lifetime {
 		delete(l.fails, k)
+		l.n.Store(int64(len(l.fails)))
 		e = nil
 	}
 	over := e != nil && e.n >= c.threshold
@@ -128,6 +133,7 @@ func (l *lockout) failed(c lockConf, k lockKey) {
 		l.evict(c, now)
 	}
 	l.fails[k] = &lockEntry{n: 1, first: now}
+	l.n.Store(int64(len(l.fails)))
 }
 
 // evict drops the expired entries, else the oldest, to make room.

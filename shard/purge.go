@@ -1,10 +1,7 @@
 package shard
 
 import (
-	"encoding/hex"
-	"sort"
-	"strconv"
-	"strings"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -138,39 +135,11 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 }
 
 // purgeInfoRevs are a request's revs as CouchDB keeps them in a purge info:
-// each once, in the order of its parsed revs ({Pos, Id}, the id's bytes
-// hex-decoded when it is 32 hex digits, else as written).
+// each once, in the order of its parsed revs.
 func purgeInfoRevs(revs []string) []string {
-	type key struct {
-		pos int
-		id  string
-		rev string
-	}
-	keys := make([]key, 0, len(revs))
-	seen := map[string]bool{}
-	for _, r := range revs {
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		p, id, _ := strings.Cut(r, "-")
-		pos, _ := strconv.Atoi(p)
-		if b, err := hex.DecodeString(id); err == nil && len(id) == 32 {
-			id = string(b)
-		}
-		keys = append(keys, key{pos, id, r})
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].pos != keys[j].pos {
-			return keys[i].pos < keys[j].pos
-		}
-		return keys[i].id < keys[j].id
-	})
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.rev
-	}
-	return out
+	out := slices.Clone(revs)
+	slices.SortFunc(out, revtree.CompareParsed)
+	return slices.Compact(out)
 }
 
 func (s *store) putPurgeInfo(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, pi *pb.PurgeInfo) error {
