@@ -24,6 +24,9 @@ type Server struct {
 	// URL is the base URL without credentials.
 	URL            string
 	User, Password string
+
+	data  string    // this node's data dir
+	owner testing.TB // the test that started it
 }
 
 // Dir is $SETTEE_COUCHDB_DIR, else shared/couchdb beside the repository
@@ -95,7 +98,7 @@ func Start(t testing.TB, extraIni string) *Server {
 			t.Fatalf("CouchDB URL %q: want http://user:pw@127.0.0.1:port", m[1])
 		}
 		pw, _ := u.User.Password()
-		return &Server{URL: u.Scheme + "://" + u.Host, User: u.User.Username(), Password: pw}
+		return &Server{URL: u.Scheme + "://" + u.Host, User: u.User.Username(), Password: pw, data: data, owner: t}
 	}
 	t.Skipf("CouchDB would not start here: %v", lastErr)
 	return nil

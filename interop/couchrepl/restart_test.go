@@ -14,8 +14,9 @@ import (
 // CouchDB, on each side of it: while CouchDB's replicator pulls from it,
 // and while its own replicator pulls from CouchDB (the job must then
 // resume from its checkpoint, not from the start). Both end with the
-// same docs as the source. (CouchDB itself cannot be restarted here: the
-// shared kit wipes its data dir on every start.)
+// same docs as the source. Then CouchDB is killed (SIGKILL) and started
+// again on its data, on each side too: while its replicator pulls from
+// settee, and while settee's pulls from it.
 func TestRestartMidway(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -87,5 +88,93 @@ func TestRestartMidway(t *testing.T) {
 		}
 		rev := settee.must(t, "GET", "/_replicator/pull", nil)["_rev"].(string)
 		settee.must(t, "DELETE", "/_replicator/pull?rev="+rev, nil, 200)
+	})
+
+	// checkpoint is the replication checkpoint on db, its only _local doc
+	checkpoint := func(t *testing.T, s server, db string) map[string]any {
+		var ld struct{ Rows []struct{ ID string } }
+		st, out := s.do(t, "GET", "/"+db+"/_local_docs", "", nil)
+		if st != 200 || json.Unmarshal(out, &ld) != nil || len(ld.Rows) != 1 {
+			return nil
+		}
+		return s.must(t, "GET", "/"+db+"/"+ld.Rows[0].ID, nil)
+	}
+	// underway waits for db to have min docs and a checkpoint, and skips t
+	// when the replication was done before a restart could come; it
+	// answers the checkpoint's session
+	underway := func(t *testing.T, s server, db string, min, src float64) string {
+		t.Helper()
+		var n float64
+		var ck map[string]any
+		waitFor(t, 2*time.Minute, "a checkpoint under way on "+db, func() bool {
+			n = count(s, db)
+			ck = checkpoint(t, s, db)
+			return ck != nil && n >= min
+		})
+		if n >= src {
+			t.Skipf("the replication was done (%v docs) before the restart could come", n)
+		}
+		return fmt.Sprint(ck["session_id"])
+	}
+	// resumed waits for the checkpoint on db to name a session other than
+	// before, and fails when that session started from 0. A job may also
+	// ride through a restart of its peer, when its requests' retries span
+	// it: then the checkpoint keeps naming the first session.
+	resumed := func(t *testing.T, s server, db, before string, mustRestart bool) {
+		t.Helper()
+		var ck map[string]any
+		// called once the docs are all there: a new session has
+		// checkpointed by then, or does within its checkpoint_interval
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if ck = checkpoint(t, s, db); ck != nil && fmt.Sprint(ck["session_id"]) != before {
+				break
+			}
+			if time.Now().After(deadline) {
+				if mustRestart {
+					t.Fatalf("no second session's checkpoint on %s: %v", db, ck)
+				}
+				t.Logf("the job's session %s outlived the restart", before)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		h, _ := ck["history"].([]any)
+		if len(h) < 2 {
+			t.Fatalf("a new session's checkpoint on %s without the first one's history: %v", db, ck)
+		}
+		if last := h[0].(map[string]any); fmt.Sprint(last["start_last_seq"]) == "0" {
+			t.Fatalf("the replication started again from 0 after the restart: %v", h)
+		}
+	}
+
+	t.Run("CouchDB restarts while it pulls from settee", func(t *testing.T) {
+		couch.must(t, "PUT", "/_replicator/cpull", map[string]any{"source": settee.dbURL("src"), "target": couch.dbURL("cpulled"),
+			"create_target": true, "continuous": true, "checkpoint_interval": 200, "worker_batch_size": 50}, 201)
+		src := count(settee, "src")
+		before := underway(t, couch, "cpulled", 200, src)
+		cs.Restart(t)
+		// the _replicator doc's job starts again with the node, from its
+		// checkpoint
+		waitFor(t, 3*time.Minute, "the replication to catch up after CouchDB's restart", func() bool { return count(couch, "cpulled") == src })
+		same(t, settee, "src", couch, "cpulled", sc)
+		resumed(t, couch, "cpulled", before, true)
+		rev := couch.must(t, "GET", "/_replicator/cpull", nil)["_rev"].(string)
+		couch.must(t, "DELETE", "/_replicator/cpull?rev="+rev, nil, 200)
+	})
+
+	t.Run("CouchDB restarts while settee pulls from it", func(t *testing.T) {
+		settee.must(t, "PUT", "/_replicator/cpull", map[string]any{"source": couch.dbURL("src"), "target": settee.dbURL("cspulled"),
+			"create_target": true, "continuous": true, "checkpoint_interval": 200, "worker_batch_size": 50}, 201)
+		src := count(couch, "src")
+		before := underway(t, settee, "cspulled", 200, src)
+		cs.Restart(t)
+		// the job fails on the source that is gone and is retried with
+		// the scheduler's backoff
+		waitFor(t, 3*time.Minute, "the job to catch up after CouchDB's restart", func() bool { return count(settee, "cspulled") == src })
+		same(t, couch, "src", settee, "cspulled", cc)
+		resumed(t, settee, "cspulled", before, false)
+		rev := settee.must(t, "GET", "/_replicator/cpull", nil)["_rev"].(string)
+		settee.must(t, "DELETE", "/_replicator/cpull?rev="+rev, nil, 200)
 	})
 }
