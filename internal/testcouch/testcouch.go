@@ -25,7 +25,7 @@ type Server struct {
 	URL            string
 	User, Password string
 
-	data  string    // this node's data dir
+	data  string     // this node's data dir
 	owner testing.TB // the test that started it
 }
 
