@@ -132,10 +132,17 @@ func TestClusterNodeEndpointsRoutedToOtherNodes(t *testing.T) {
 	if st != 200 || json.Unmarshal(body, &sys) != nil || sys.Goroutines < 1 {
 		t.Fatalf("_system of node2 through node1: %d %s", st, body)
 	}
-	var info struct{ Name string }
+	// /_node/<name> is that node's welcome (as CouchDB answers it), with
+	// its uuid
+	var info, own struct {
+		CouchDB string `json:"couchdb"`
+		UUID    string `json:"uuid"`
+	}
 	st, body = c.Do(0, "GET", "/_node/"+c.Name(1), "")
-	if st != 200 || json.Unmarshal(body, &info) != nil || info.Name != c.Name(1) {
-		t.Fatalf("_node/node2 through node1: %d %s", st, body)
+	_, ownBody := c.Do(1, "GET", "/", "")
+	if st != 200 || json.Unmarshal(body, &info) != nil || json.Unmarshal(ownBody, &own) != nil ||
+		info.CouchDB != "Welcome" || info.UUID == "" || info.UUID != own.UUID {
+		t.Fatalf("_node/node2 through node1: %d %s (node2's own: %s)", st, body, ownBody)
 	}
 	var stats struct {
 		CouchDB struct {
