@@ -67,6 +67,9 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 				return errBadRev
 			}
 		}
+		if !newEdits && strings.HasPrefix(id, "_local/") && (!d.HasRev || d.Rev == "") && (d.Revisions == nil || len(d.Revisions.IDs) == 0) {
+			return errNewEditsNoRev
+		}
 		ids[i], parsed[i] = id, d
 	}
 	if bd.AllOrNothing {
@@ -152,6 +155,11 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			out[i] = coordinator.Outcome{Err: refused[i]}
 			if !newEdits {
 				out[i].Rev = d.Rev // CouchDB names the replicated rev it refused
+			}
+		case strings.HasPrefix(ids[i], "_local/") && !newEdits:
+			if _, err := g.putLocalReplicated(rq, db, ids[i], d); err != nil {
+				ce := toCouch(err)
+				out[i] = coordinator.Outcome{Err: &pb.Error{Code: ce.code, Reason: ce.reason}}
 			}
 		case strings.HasPrefix(ids[i], "_local/"):
 			out[i] = g.putLocalInBatch(rq, db, ids[i], d)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/docjson"
 
 	pb "github.com/settee/settee/proto"
 )
@@ -53,6 +54,21 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		if err := revFromRequest(rq, d); err != nil {
 			return err
 		}
+		if ne, err := boolParam(rq, "new_edits", true); err != nil {
+			return err
+		} else if !ne {
+			rev, err := g.putLocalReplicated(rq, db, id, d)
+			if err != nil {
+				return err
+			}
+			rq.w.Header().Set("ETag", `"`+rev+`"`)
+			rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
+			status := 201
+			if d.Deleted {
+				status = 200 // CouchDB's status for a deletion
+			}
+			return g.writeJSON(rq, status, okRev(id, rev))
+		}
 		if d.Deleted {
 			return g.deleteLocal(rq, db, id)
 		}
@@ -92,4 +108,30 @@ func (g *Gateway) deleteLocal(rq *req, db, id string) error {
 	}
 	rq.w.Header().Set("ETag", `"`+rev+`"`)
 	return g.writeJSON(rq, 200, okRev(id, rev))
+}
+
+// putLocalReplicated writes a _local doc as CouchDB does with new_edits
+// false: the answer names the rev given (_rev, else _revisions' newest),
+// and the doc is stored only when that rev is "0-N" with N an integer,
+// as 0-(N+1) whatever the stored rev (CouchDB's updater drops any other
+// rev without an error).
+func (g *Gateway) putLocalReplicated(rq *req, db, id string, d *docjson.Doc) (string, error) {
+	rev := d.Rev
+	if !d.HasRev || rev == "" {
+		if d.Revisions == nil || len(d.Revisions.IDs) == 0 {
+			return "", errNewEditsNoRev
+		}
+		rev = strconv.FormatUint(d.Revisions.Start, 10) + "-" + d.Revisions.IDs[0]
+	}
+	if !localRevFormat(rev) {
+		return "", errBadRev
+	}
+	pos, n, _ := strings.Cut(rev, "-")
+	if _, err := strconv.ParseUint(n, 10, 64); err != nil || strings.TrimLeft(pos, "0") != "" {
+		return rev, nil
+	}
+	if _, err := g.c.PutLocal(rq.ctx, db, &pb.PutLocal{Id: id, Rev: "0-" + n, Json: d.Body, Deleted: d.Deleted}); err != nil {
+		return "", err
+	}
+	return rev, nil
 }

@@ -53,7 +53,7 @@ func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couch
 		}
 	}
 	if !newEdits && u.Rev == "" && (u.Revisions == nil || len(u.Revisions.Ids) == 0) {
-		return nil, badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
+		return nil, errNewEditsNoRev
 	}
 	if mp != nil && (!d.HasAttachments || len(d.Attachments) <= 2) && len(mp.Parts) > 0 {
 		return nil, badRequest("the body has attachment parts, but no attachment follows")
@@ -73,6 +73,8 @@ func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couch
 	}
 	return u, nil
 }
+
+var errNewEditsNoRev = badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
 
 // unstoredRev reports a rev that CouchDB's parse_rev takes (digits, a dash,
 // any hash) but no rev tree holds: generation 0 or an empty hash ("2-"),
