@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -531,17 +532,15 @@ func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
 	n := 0
 	for i, id := range ids {
 		info := infos[i]
+		// CouchDB's order: a missing doc's revs as given, duplicates too;
+		// an existing doc's missing ones in the parsed revs' order
+		// (couch_key_tree:find_missing), duplicates too
 		var missing []revtree.Rev
-		seen := map[revtree.Rev]bool{}
 		for _, s := range body[id] {
 			r, err := revtree.ParseRev(s)
 			if err != nil {
 				return errBadRev
 			}
-			if seen[r] {
-				continue
-			}
-			seen[r] = true
 			if info == nil || revtree.Find(info, r) < 0 {
 				missing = append(missing, r)
 			}
@@ -549,12 +548,9 @@ func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
 		if len(missing) == 0 {
 			continue
 		}
-		sort.Slice(missing, func(a, b int) bool {
-			if missing[a].Pos != missing[b].Pos {
-				return missing[a].Pos < missing[b].Pos
-			}
-			return missing[a].Hash < missing[b].Hash
-		})
+		if info != nil {
+			slices.SortStableFunc(missing, func(a, b revtree.Rev) int { return revtree.CompareParsed(a.String(), b.String()) })
+		}
 		if n > 0 {
 			out = append(out, ',')
 		}
