@@ -234,7 +234,7 @@ func parseOpenRevs(spec string) (all bool, revs []string, err error) {
 }
 
 func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, revs []string, o *couchdoc.Options, quorum int) error {
-	mixed := accepts(rq, "multipart/mixed", false)
+	mixed := accepts(rq, "multipart/mixed", true) // mochiweb accepts_content_type: no Accept, */* or multipart/* too
 	// a rev no tree holds ("1-") is missing without a read
 	var unstored []*pb.RevBody
 	for _, s := range revs {

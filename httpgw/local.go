@@ -25,13 +25,31 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		// a local doc is read by its id alone: any rev (its own too)
 		// and open_revs=all find nothing, as fabric:open_revs does not
 		// look at local docs; revs=true shows its one rev
-		if vs, ok := rq.q["rev"]; ok && len(vs) > 0 {
-			if !localRevFormat(vs[len(vs)-1]) {
-				return errBadRev
-			}
-			return errMissing
+		// the doc query is parsed as a doc's (couch_httpd_db's
+		// parse_doc_query): its errors come first
+		o, err := g.parseDocOpts(rq)
+		if err != nil {
+			return err
 		}
-		if rq.q.Get("open_revs") == "all" {
+		vs, hasRev := rq.q["rev"]
+		if hasRev && len(vs) > 0 && !localRevFormat(vs[len(vs)-1]) {
+			return errBadRev
+		}
+		if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
+			all, revs, err := parseOpenRevs(ors[len(ors)-1])
+			if err != nil {
+				return err
+			}
+			if len(revs) > 0 {
+				// each one missing, as fabric:open_revs finds no local doc
+				noMeta(o)
+				return g.getOpenRevs(rq, db, &pb.GetDoc{Id: id}, revs, o, 0)
+			}
+			if all {
+				return errMissing
+			}
+		}
+		if hasRev && len(vs) > 0 {
 			return errMissing
 		}
 		d, err := g.c.GetLocal(rq.ctx, db, id)

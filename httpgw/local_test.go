@@ -18,6 +18,20 @@ var localDocSteps = []wireStep{
 	{method: "GET", path: "/{db}/_local/l1?rev=0-2", status: 404, err: "not_found", reason: "missing"},
 	{method: "GET", path: "/{db}/_local/l1?rev=bad", status: 400, err: "bad_request", reason: "Invalid rev format"},
 	{method: "GET", path: "/{db}/_local/l1?open_revs=all", status: 404, err: "not_found", reason: "missing"},
+	// the doc query is parsed as a doc's, its errors first; open_revs
+	// lists find each rev missing
+	{method: "GET", path: "/{db}/_local/l1?atts_since=bad", status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	{method: "GET", path: "/{db}/_local/l1?atts_since=[\"bad\"]", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/_local/l1?atts_since=[\"0-1\"]", status: 200, inBody: `"_rev":"0-10"`},
+	{method: "GET", path: "/{db}/_local/l1?open_revs=[1]", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/_local/l1?rev=bad&open_revs=bad", status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/_local/l1?open_revs=[]", status: 200, inBody: `"_rev":"0-10"`},
+	{method: "GET", path: "/{db}/_local/l1?open_revs=[\"1-abc\"]", hdr: map[string]string{"Accept": "application/json"}, status: 200,
+		raw: `[{"missing":"1-abc"}]` + "\n"},
+	// multipart/mixed unless the client asks for JSON alone (mochiweb's
+	// accepts_content_type: */* takes it)
+	{method: "GET", path: "/{db}/_local/l1?open_revs=[\"1-abc\"]", hdr: map[string]string{"Accept": "*/*"}, status: 200,
+		inBodyAll: []string{"Content-Type: application/json; error=\"true\"\r\n\r\n{\"missing\":\"1-abc\"}\r\n--"}},
 	// an encoded slash names the doc (only _design%2F is redirected)
 	{method: "GET", path: "/{db}/_local%2Fl1", status: 200, inBody: `"_rev":"0-10"`},
 	{method: "GET", path: "/{db}/_local", status: 400, err: "bad_request", reason: "Invalid _local document id."},
