@@ -256,6 +256,11 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		return err
 	}
 	since := c.since
+	if c.descending {
+		// fabric reads a descending feed from the end and never parses
+		// since (a malformed one too)
+		since = ""
+	}
 	if since == "now" {
 		if since, err = g.c.Now(rq.ctx, db); err != nil {
 			return err

@@ -100,8 +100,12 @@ func attsSinceParam(rq *req) ([]string, error) {
 	if len(vals) == 0 {
 		return nil, nil
 	}
+	return parseAttsSince(vals[len(vals)-1])
+}
+
+func parseAttsSince(spec string) ([]string, error) {
 	var v any
-	if json.Unmarshal([]byte(vals[len(vals)-1]), &v) != nil {
+	if json.Unmarshal([]byte(spec), &v) != nil {
 		return nil, errInvalidJSON
 	}
 	list, ok := v.([]any)
@@ -120,6 +124,9 @@ func attsSinceParam(rq *req) ([]string, error) {
 }
 
 func (g *Gateway) getDoc(rq *req, db, id string) error {
+	if err := checkDocQuery(rq); err != nil {
+		return err
+	}
 	o, err := g.parseDocOpts(rq)
 	if err != nil {
 		return err
@@ -353,6 +360,9 @@ func revFromRequest(rq *req, d *docjson.Doc) error {
 }
 
 func (g *Gateway) putDoc(rq *req, db, id string) error {
+	if err := checkDocQuery(rq); err != nil {
+		return err
+	}
 	if err := checkDocID(id); err != nil {
 		return err
 	}
@@ -687,4 +697,39 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		status = 202
 	}
 	return g.writeJSON(rq, status, map[string]any{"ok": true, "id": destID, "rev": out[0].Rev})
+}
+
+// checkDocQuery fails as CouchDB's parse_doc_query does, which a doc GET
+// or PUT runs before its work (a DELETE does not): the parameters in the order
+// the query string gives them, the first bad rev, open_revs or
+// atts_since its error.
+func checkDocQuery(rq *req) error {
+	raw := rq.r.URL.RawQuery
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "rev" && k != "open_revs" && k != "atts_since" {
+			continue
+		}
+		val, err := url.QueryUnescape(v)
+		if err != nil {
+			continue // the gateway's own query parse answered this
+		}
+		switch k {
+		case "rev":
+			if !validRev(val) {
+				return errBadRev
+			}
+		case "open_revs":
+			if _, _, err := parseOpenRevs(val); err != nil {
+				return err
+			}
+		case "atts_since":
+			if _, err := parseAttsSince(val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -25,8 +25,11 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		// a local doc is read by its id alone: any rev (its own too)
 		// and open_revs=all find nothing, as fabric:open_revs does not
 		// look at local docs; revs=true shows its one rev
-		// the doc query is parsed as a doc's (couch_httpd_db's
+		// the doc query is parsed as a doc's (chttpd_db's
 		// parse_doc_query): its errors come first
+		if err := checkDocQuery(rq); err != nil {
+			return err
+		}
 		o, err := g.parseDocOpts(rq)
 		if err != nil {
 			return err
@@ -65,6 +68,9 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		}
 		return g.writeJSON(rq, 200, append(out, '\n'))
 	case http.MethodPut:
+		if err := checkDocQuery(rq); err != nil {
+			return err
+		}
 		d, err := g.readDocBody(rq, g.maxDocumentSize()+1)
 		if err != nil {
 			return err

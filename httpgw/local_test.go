@@ -32,6 +32,14 @@ var localDocSteps = []wireStep{
 	// accepts_content_type: */* takes it)
 	{method: "GET", path: "/{db}/_local/l1?open_revs=[\"1-abc\"]", hdr: map[string]string{"Accept": "*/*"}, status: 200,
 		inBodyAll: []string{"Content-Type: application/json; error=\"true\"\r\n\r\n{\"missing\":\"1-abc\"}\r\n--"}},
+	// and on a PUT: nothing is written
+	{method: "PUT", path: "/{db}/_local/q?atts_since=bad", body: `{}`, status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	{method: "PUT", path: "/{db}/qq?open_revs=bad", body: `{}`, status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	{method: "PUT", path: "/{db}/qq?atts_since=bad&rev=x", body: `{}`, status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	{method: "PUT", path: "/{db}/_bad?rev=x&atts_since=bad", body: `{}`, status: 400, err: "bad_request", reason: "Invalid rev format"},
+	{method: "GET", path: "/{db}/_local/q", status: 404, err: "not_found", reason: "missing"},
+	{method: "GET", path: "/{db}/qq?open_revs=bad&rev=x", status: 400, err: "bad_request", reason: "invalid UTF-8 JSON"},
+	{method: "GET", path: "/{db}/qq", status: 404, err: "not_found", reason: "missing"},
 	// an encoded slash names the doc (only _design%2F is redirected)
 	{method: "GET", path: "/{db}/_local%2Fl1", status: 200, inBody: `"_rev":"0-10"`},
 	{method: "GET", path: "/{db}/_local", status: 400, err: "bad_request", reason: "Invalid _local document id."},

@@ -2,7 +2,10 @@ package httpgw
 
 import (
 	"encoding/json"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Query parameters follow CouchDB's parsing and its error texts.
@@ -52,20 +55,41 @@ func quorumParam(rq *req, name string) int {
 	return n
 }
 
-// jsonParam decodes a JSON-valued query parameter (startkey, keys, ...),
-// trying each of names in order.
+// jsonParam decodes a JSON-valued query parameter (startkey, keys, ...)
+// known by any of names. When the query gives several of them, CouchDB's
+// parse lets the last one in the query string win (of startkey=a&
+// start_key=b, b), each value being JSON.
 func jsonParam(rq *req, v any, names ...string) (bool, error) {
-	for _, name := range names {
-		vals, ok := rq.q[name]
-		if !ok || len(vals) == 0 {
-			continue
+	name, n := "", 0
+	for _, nm := range names {
+		if vals, ok := rq.q[nm]; ok && len(vals) > 0 {
+			if n == 0 {
+				name = nm
+			}
+			n++
 		}
-		if err := json.Unmarshal([]byte(vals[len(vals)-1]), v); err != nil {
-			return false, errInvalidJSON
-		}
-		return true, nil
 	}
-	return false, nil
+	if n == 0 {
+		return false, nil
+	}
+	if n > 1 {
+		for raw := rq.r.URL.RawQuery; raw != ""; {
+			var kv string
+			kv, raw, _ = strings.Cut(raw, "&")
+			k, val, _ := strings.Cut(kv, "=")
+			if k, err := url.QueryUnescape(k); err == nil && slices.Contains(names, k) {
+				if u, err := url.QueryUnescape(val); err == nil && !json.Valid([]byte(u)) {
+					return false, errInvalidJSON
+				}
+				name = k
+			}
+		}
+	}
+	vals := rq.q[name]
+	if err := json.Unmarshal([]byte(vals[len(vals)-1]), v); err != nil {
+		return false, errInvalidJSON
+	}
+	return true, nil
 }
 
 // idKey reads a JSON key parameter of an index of doc ids: a string, or
