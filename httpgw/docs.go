@@ -700,36 +700,28 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 }
 
 // checkDocQuery fails as CouchDB's parse_doc_query does, which a doc GET
-// or PUT runs before its work (a DELETE does not): the parameters in the order
-// the query string gives them, the first bad rev, open_revs or
-// atts_since its error.
+// or PUT runs before its work (a DELETE does not): the parameters in the
+// query string's order, the first bad rev, open_revs or atts_since its
+// error.
 func checkDocQuery(rq *req) error {
-	raw := rq.r.URL.RawQuery
-	for raw != "" {
-		var kv string
-		kv, raw, _ = strings.Cut(raw, "&")
-		k, v, _ := strings.Cut(kv, "=")
-		if k != "rev" && k != "open_revs" && k != "atts_since" {
-			continue
-		}
-		val, err := url.QueryUnescape(v)
-		if err != nil {
-			continue // the gateway's own query parse answered this
-		}
+	if rq.r.URL.RawQuery == "" {
+		return nil
+	}
+	return queryInOrder(rq, func(k, v string) error {
 		switch k {
 		case "rev":
-			if !validRev(val) {
+			if !validRev(v) {
 				return errBadRev
 			}
 		case "open_revs":
-			if _, _, err := parseOpenRevs(val); err != nil {
+			if _, _, err := parseOpenRevs(v); err != nil {
 				return err
 			}
 		case "atts_since":
-			if _, err := parseAttsSince(val); err != nil {
+			if _, err := parseAttsSince(v); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }

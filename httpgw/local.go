@@ -34,15 +34,8 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		if err != nil {
 			return err
 		}
-		vs, hasRev := rq.q["rev"]
-		if hasRev && len(vs) > 0 && !localRevFormat(vs[len(vs)-1]) {
-			return errBadRev
-		}
 		if ors, ok := rq.q["open_revs"]; ok && len(ors) > 0 {
-			all, revs, err := parseOpenRevs(ors[len(ors)-1])
-			if err != nil {
-				return err
-			}
+			all, revs, _ := parseOpenRevs(ors[len(ors)-1]) // checked above
 			if len(revs) > 0 {
 				// each one missing, as fabric:open_revs finds no local doc
 				noMeta(o)
@@ -52,7 +45,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 				return errMissing
 			}
 		}
-		if hasRev && len(vs) > 0 {
+		if vs := rq.q["rev"]; len(vs) > 0 {
 			return errMissing
 		}
 		d, err := g.c.GetLocal(rq.ctx, db, id)

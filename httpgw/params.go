@@ -73,16 +73,18 @@ func jsonParam(rq *req, v any, names ...string) (bool, error) {
 		return false, nil
 	}
 	if n > 1 {
-		for raw := rq.r.URL.RawQuery; raw != ""; {
-			var kv string
-			kv, raw, _ = strings.Cut(raw, "&")
-			k, val, _ := strings.Cut(kv, "=")
-			if k, err := url.QueryUnescape(k); err == nil && slices.Contains(names, k) {
-				if u, err := url.QueryUnescape(val); err == nil && !json.Valid([]byte(u)) {
-					return false, errInvalidJSON
-				}
-				name = k
+		err := queryInOrder(rq, func(k, val string) error {
+			if !slices.Contains(names, k) {
+				return nil
 			}
+			if !json.Valid([]byte(val)) {
+				return errInvalidJSON
+			}
+			name = k
+			return nil
+		})
+		if err != nil {
+			return false, err
 		}
 	}
 	vals := rq.q[name]
@@ -112,4 +114,26 @@ func erlString(s string) string {
 		return "[]"
 	}
 	return strconv.Quote(s)
+}
+
+// queryInOrder calls f with each query parameter, unescaped, in the order
+// the query string gives them (rq.q has lost it), until f fails; a pair
+// that does not unescape is skipped (the gateway's own parse answered it).
+func queryInOrder(rq *req, f func(k, v string) error) error {
+	for raw := rq.r.URL.RawQuery; raw != ""; {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		if err := f(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

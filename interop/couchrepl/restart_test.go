@@ -148,33 +148,31 @@ func TestRestartMidway(t *testing.T) {
 		}
 	}
 
-	t.Run("CouchDB restarts while it pulls from settee", func(t *testing.T) {
-		couch.must(t, "PUT", "/_replicator/cpull", map[string]any{"source": settee.dbURL("src"), "target": couch.dbURL("cpulled"),
-			"create_target": true, "continuous": true, "checkpoint_interval": 200, "worker_batch_size": 50}, 201)
-		src := count(settee, "src")
-		before := underway(t, couch, "cpulled", 200, src)
-		cs.Restart(t)
-		// the _replicator doc's job starts again with the node, from its
-		// checkpoint
-		waitFor(t, 3*time.Minute, "the replication to catch up after CouchDB's restart", func() bool { return count(couch, "cpulled") == src })
-		same(t, settee, "src", couch, "cpulled", sc)
-		resumed(t, couch, "cpulled", before, true)
-		rev := couch.must(t, "GET", "/_replicator/cpull", nil)["_rev"].(string)
-		couch.must(t, "DELETE", "/_replicator/cpull?rev="+rev, nil, 200)
-	})
-
-	t.Run("CouchDB restarts while settee pulls from it", func(t *testing.T) {
-		settee.must(t, "PUT", "/_replicator/cpull", map[string]any{"source": couch.dbURL("src"), "target": settee.dbURL("cspulled"),
-			"create_target": true, "continuous": true, "checkpoint_interval": 200, "worker_batch_size": 50}, 201)
-		src := count(couch, "src")
-		before := underway(t, settee, "cspulled", 200, src)
-		cs.Restart(t)
-		// the job fails on the source that is gone and is retried with
-		// the scheduler's backoff
-		waitFor(t, 3*time.Minute, "the job to catch up after CouchDB's restart", func() bool { return count(settee, "cspulled") == src })
-		same(t, couch, "src", settee, "cspulled", cc)
-		resumed(t, settee, "cspulled", before, false)
-		rev := settee.must(t, "GET", "/_replicator/cpull", nil)["_rev"].(string)
-		settee.must(t, "DELETE", "/_replicator/cpull?rev="+rev, nil, 200)
-	})
+	// CouchDB restarts on each side of a replication: the _replicator
+	// doc's job on CouchDB starts again with the node, from its
+	// checkpoint; settee's job fails on the source that is gone and is
+	// retried with the scheduler's backoff, or rides through
+	for _, tc := range []struct {
+		name        string
+		on, from    server // the replicator's server, the source's
+		c           *corpus
+		target      string
+		mustRestart bool
+	}{
+		{"CouchDB restarts while it pulls from settee", couch, settee, sc, "cpulled", true},
+		{"CouchDB restarts while settee pulls from it", settee, couch, cc, "cspulled", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.on.must(t, "PUT", "/_replicator/cpull", map[string]any{"source": tc.from.dbURL("src"), "target": tc.on.dbURL(tc.target),
+				"create_target": true, "continuous": true, "checkpoint_interval": 200, "worker_batch_size": 50}, 201)
+			src := count(tc.from, "src")
+			before := underway(t, tc.on, tc.target, 200, src)
+			cs.Restart(t)
+			waitFor(t, 3*time.Minute, "the replication to catch up after CouchDB's restart", func() bool { return count(tc.on, tc.target) == src })
+			same(t, tc.from, "src", tc.on, tc.target, tc.c)
+			resumed(t, tc.on, tc.target, before, tc.mustRestart)
+			rev := tc.on.must(t, "GET", "/_replicator/cpull", nil)["_rev"].(string)
+			tc.on.must(t, "DELETE", "/_replicator/cpull?rev="+rev, nil, 200)
+		})
+	}
 }
