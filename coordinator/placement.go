@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard"
 )
 
 // Placement tells where a database's shard copies live and which nodes are
@@ -43,6 +44,9 @@ type LocalReader interface {
 type Range struct {
 	Begin, End uint32
 	Copies     []*pb.ShardRef
+	// Partitioned: the database places docs by their partition
+	// (PlacementKey); every range of a database says the same.
+	Partitioned bool
 }
 
 // Ranges groups a database's shard copies by range, in range order.
@@ -53,7 +57,7 @@ func Ranges(rec *pb.DbRecord) []Range {
 			out[n-1].Copies = append(out[n-1].Copies, s)
 			continue
 		}
-		out = append(out, Range{Begin: s.RangeBegin, End: s.RangeEnd, Copies: []*pb.ShardRef{s}})
+		out = append(out, Range{Begin: s.RangeBegin, End: s.RangeEnd, Copies: []*pb.ShardRef{s}, Partitioned: rec.Partitioned})
 	}
 	return out
 }
@@ -61,9 +65,30 @@ func Ranges(rec *pb.DbRecord) []Range {
 // HashID is CouchDB's doc placement hash (erlang:crc32 of the id).
 func HashID(id string) uint32 { return crc32.ChecksumIEEE([]byte(id)) }
 
+// PlacementKey is what a doc's placement hashes: its id, or in a
+// partitioned database its partition (design and local docs keep their
+// ids), as CouchDB's couch_partition:shard_key.
+func PlacementKey(partitioned bool, id string) string {
+	if partitioned {
+		if p := shard.PartitionOf(id); p != "" {
+			return p
+		}
+	}
+	return id
+}
+
 // RangeOf returns the index in ranges of the range holding id.
 func RangeOf(ranges []Range, id string) int {
-	h := HashID(id)
+	if len(ranges) == 0 {
+		return 0
+	}
+	return RangeOfKey(ranges, PlacementKey(ranges[0].Partitioned, id))
+}
+
+// RangeOfKey returns the index in ranges of the range a placement key
+// hashes into (a partition's range: RangeOfKey(ranges, partition)).
+func RangeOfKey(ranges []Range, key string) int {
+	h := HashID(key)
 	lo, hi := 0, len(ranges)-1
 	for lo < hi {
 		mid := (lo + hi) / 2

@@ -113,7 +113,7 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 
 func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 	// a DELETE opens the doc first (a missing one is 404 whatever its id)
-	if err := checkDocID(id); err != nil && rq.r.Method != http.MethodDelete {
+	if err := g.checkWriteID(rq, db, id); err != nil && rq.r.Method != http.MethodDelete {
 		return err
 	}
 	if !utf8.ValidString(name) {

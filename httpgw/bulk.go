@@ -44,6 +44,7 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		}
 	}
 	maxDoc := g.maxDocumentSize() // couchdb/max_document_size, live
+	partitioned := g.isPartitioned(rq, db)
 	ids := make([]string, len(bd.Docs))
 	parsed := make([]*docjson.Doc, len(bd.Docs))
 	for i, raw := range bd.Docs {
@@ -60,6 +61,11 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		}
 		if err := checkDocID(id); err != nil {
 			return err
+		}
+		if partitioned {
+			if err := checkPartitionedID(id); err != nil {
+				return err
+			}
 		}
 		// CouchDB parses every doc's _rev before it writes any: a bad one
 		// fails the request, in either mode

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/node"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/views"
 )
@@ -191,10 +192,20 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		if v, ok := rq.q["partitioned"]; ok && len(v) > 0 && v[len(v)-1] != "true" && v[len(v)-1] != "false" {
-			return badRequest("Invalid `partitioned` parameter")
+		partitioned := false
+		if v, ok := rq.q["partitioned"]; ok && len(v) > 0 {
+			switch v[len(v)-1] {
+			case "true":
+				partitioned = true
+			case "false":
+			default:
+				return badRequest("Invalid `partitioned` parameter")
+			}
 		}
-		all, err := g.dbs.CreateDB(rq.ctx, db, q, n)
+		if partitioned && strings.HasPrefix(db, "_") {
+			return badRequest("Cannot partition a system database")
+		}
+		all, err := g.dbs.CreateDB(rq.ctx, db, node.DBOptions{Q: q, N: n, Partitioned: partitioned})
 		if err != nil {
 			return err
 		}
@@ -240,13 +251,18 @@ func (g *Gateway) handleDB(rq *req, db string) error {
 	return methodNotAllowed("DELETE,GET,HEAD,POST")
 }
 
+// dbProps are a database's props: {"partitioned":true} or {}.
+type dbProps struct {
+	Partitioned bool `json:"partitioned,omitempty"`
+}
+
 type dbInfoJSON struct {
 	InstanceStartTime string           `json:"instance_start_time"`
 	DBName            string           `json:"db_name"`
 	PurgeSeq          string           `json:"purge_seq"`
 	UpdateSeq         string           `json:"update_seq"`
 	Sizes             map[string]int64 `json:"sizes"`
-	Props             struct{}         `json:"props"`
+	Props             dbProps          `json:"props"`
 	DocDelCount       uint64           `json:"doc_del_count"`
 	DocCount          uint64           `json:"doc_count"`
 	DiskFormatVersion int              `json:"disk_format_version"`
@@ -280,6 +296,7 @@ func (g *Gateway) dbInfo(rq *req, db string) ([]byte, error) {
 		DocDelCount:       info.DelCount,
 		DocCount:          info.DocCount,
 		DiskFormatVersion: 8,
+		Props:             dbProps{Partitioned: info.Record.Partitioned},
 		CompactRunning:    disk.CompactRunning,
 		Cluster:           map[string]int{"q": int(info.Record.Q), "n": n, "w": n/2 + 1, "r": n/2 + 1},
 	})

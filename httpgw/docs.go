@@ -127,6 +127,9 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	if err := checkDocQuery(rq); err != nil {
 		return err
 	}
+	if err := g.checkReadID(rq, db, id); err != nil {
+		return err
+	}
 	o, err := g.parseDocOpts(rq)
 	if err != nil {
 		return err
@@ -363,7 +366,7 @@ func (g *Gateway) putDoc(rq *req, db, id string) error {
 	if err := checkDocQuery(rq); err != nil {
 		return err
 	}
-	if err := checkDocID(id); err != nil {
+	if err := g.checkWriteID(rq, db, id); err != nil {
 		return err
 	}
 	if isDesign(id) {
@@ -523,7 +526,7 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 	if !d.HasID {
 		id = uuids.next()
 	}
-	if err := checkDocID(id); err != nil {
+	if err := g.checkWriteID(rq, db, id); err != nil {
 		return err
 	}
 	if isDesign(id) {
@@ -535,6 +538,9 @@ func (g *Gateway) postDoc(rq *req, db string) error {
 }
 
 func (g *Gateway) deleteDoc(rq *req, db, id string) error {
+	if err := g.checkReadID(rq, db, id); err != nil {
+		return err
+	}
 	d := &docjson.Doc{Deleted: true, Body: []byte("{}")}
 	err := revFromRequest(rq, d)
 	if isDesign(id) {
@@ -608,7 +614,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 	if err != nil {
 		return badRequest("Invalid Destination header")
 	}
-	if err := checkDocID(destID); err != nil {
+	if err := g.checkWriteID(rq, db, destID); err != nil {
 		return err
 	}
 	if isDesign(destID) {

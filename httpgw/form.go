@@ -27,7 +27,7 @@ func (g *Gateway) postForm(rq *req, db, id string) error {
 	if err := checkReferer(rq); err != nil {
 		return err
 	}
-	if err := checkDocID(id); err != nil {
+	if err := g.checkWriteID(rq, db, id); err != nil {
 		return err
 	}
 	if isDesign(id) {

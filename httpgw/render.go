@@ -205,7 +205,7 @@ func (g *Gateway) handleUpdate(rq *req, db, ddocID string, rest []string) error 
 		if !d.HasID || d.ID == "" {
 			return newErr(400, "illegal_docid", "Document id must not be empty")
 		}
-		if err := checkDocID(d.ID); err != nil {
+		if err := g.checkWriteID(rq, db, d.ID); err != nil {
 			return err
 		}
 		rev, err := g.saveUpdated(rq, db, d)

@@ -21,6 +21,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/internal/couchpath"
+	"github.com/settee/settee/node"
 	"github.com/settee/settee/tasks"
 	"github.com/settee/settee/views"
 )
@@ -29,7 +30,7 @@ import (
 type Databases interface {
 	// CreateDB and DeleteDB report whether every node holding copies
 	// acknowledged (201/200) or only some (202).
-	CreateDB(ctx context.Context, name string, q, n int) (bool, error)
+	CreateDB(ctx context.Context, name string, o node.DBOptions) (bool, error)
 	DeleteDB(ctx context.Context, name string) (bool, error)
 	AllDBs(ctx context.Context) []string
 }
@@ -114,9 +115,9 @@ func New(cfg Config) (*Gateway, error) {
 		"git_sha": cfg.GitSHA,
 		"uuid":    cfg.UUID,
 		// only what settee has: clients look here before they use a
-		// feature (CouchDB 3.5 also lists access-ready, partitioned,
+		// feature (CouchDB 3.5 also lists access-ready,
 		// pluggable-storage-engines and reshard)
-		"features": []string{"scheduler"},
+		"features": []string{"partitioned", "scheduler"},
 		"vendor":   map[string]string{"name": "settee", "version": cfg.Version},
 		// settee's own version is in vendor; "version" is the CouchDB API
 		// level it implements, which clients check for features

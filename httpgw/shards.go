@@ -111,8 +111,17 @@ func (g *Gateway) handleDbsDB(rq *req, rest []string) error {
 	}
 	return g.writeJSON(rq, 200, map[string]any{
 		"_id": rec.Name, "_rev": dbsDocRev(rec), "shard_suffix": suffix,
-		"changelog": changelog, "by_node": byNode, "by_range": byRange, "props": map[string]any{},
+		"changelog": changelog, "by_node": byNode, "by_range": byRange, "props": dbPropsDoc(rec),
 	})
+}
+
+// dbPropsDoc is the props member of a _dbs document: a partitioned
+// database's names the hash CouchDB places its docs with.
+func dbPropsDoc(rec *pb.DbRecord) map[string]any {
+	if !rec.Partitioned {
+		return map[string]any{}
+	}
+	return map[string]any{"partitioned": true, "hash": []any{"couch_partition", "hash", []any{}}}
 }
 
 // dbsDocRev is a _dbs document's revision: a hash of the database's

@@ -229,13 +229,13 @@ func TestRequestID(t *testing.T) {
 }
 
 // The welcome lists only the features settee has: a client that sees
-// "partitioned" or "reshard" there uses them.
+// "reshard" there uses it.
 func TestWelcomeFeatures(t *testing.T) {
 	s := testserver.Start(t)
 	var w struct{ Features []string }
 	mustCall(t, s, 200, "GET", "/", nil, &w)
-	if strings.Join(w.Features, ",") != "scheduler" {
-		t.Fatalf("features %v, want [scheduler]", w.Features)
+	if strings.Join(w.Features, ",") != "partitioned,scheduler" {
+		t.Fatalf("features %v, want [partitioned scheduler]", w.Features)
 	}
 }
 

@@ -58,6 +58,9 @@ type catalog struct {
 	tasks *tasks.Registry
 	obs   shard.Observer
 	reads *shard.ReadPool
+	// maxPartition is couchdb/max_partition_size, for the copies of
+	// partitioned databases (nil: no limit)
+	maxPartition func() int64
 
 	mu sync.RWMutex // guards dbs and pids; never held across a request
 	// dbs holds every record this node knows, tombstones included: a
@@ -74,8 +77,8 @@ type catalog struct {
 	updates *dbUpdates
 }
 
-func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *storage.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool, upd *dbUpdates) (*catalog, error) {
-	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg, obs: obs, reads: reads,
+func newCatalog(db *badger.DB, sys *actor.ActorSystem, nodeName string, log *slog.Logger, disk *storage.Disk, reg *tasks.Registry, obs shard.Observer, reads *shard.ReadPool, upd *dbUpdates, maxPartition func() int64) (*catalog, error) {
+	c := &catalog{db: db, sys: sys, node: nodeName, log: log, disk: disk, tasks: reg, obs: obs, reads: reads, maxPartition: maxPartition,
 		dbs: map[string]*pb.DbRecord{}, pids: map[uint32]*actor.PID{}, updates: upd}
 	if upd != nil {
 		upd.exists = c.hasGlobalChanges
@@ -148,7 +151,8 @@ func (c *catalog) spawn(rec *pb.DbRecord, s *pb.ShardRef) error {
 	}
 	pid, err := shard.Spawn(c.sys.Root, shard.Config{DB: c.db, Handle: s.Handle, Name: shardName(s), Logger: c.log,
 		Disk: c.disk, Tasks: c.tasks, Observer: obs, Reads: c.reads,
-		IndexBytes: func() int64 { return views.IndexBytes(c.db, s.Handle) }}, actorName(rec, s))
+		IndexBytes:  func() int64 { return views.IndexBytes(c.db, s.Handle) },
+		Partitioned: rec.Partitioned, MaxPartitionSize: c.maxPartition}, actorName(rec, s))
 	if err != nil {
 		return fmt.Errorf("node: spawn shard %s: %w", shardName(s), err)
 	}
@@ -266,7 +270,7 @@ func (c *catalog) List() []string {
 
 // Create makes a database: q ranges, each with copies on the given nodes
 // (placement computed by the caller; a single node passes itself).
-func (c *catalog) Create(_ context.Context, name string, q int, nodes []string, n int, security []byte) (*pb.DbRecord, error) {
+func (c *catalog) Create(_ context.Context, name string, q int, nodes []string, n int, security []byte, partitioned bool) (*pb.DbRecord, error) {
 	c.createMu.Lock()
 	defer c.createMu.Unlock()
 	if _, err := c.Lookup(context.Background(), name); err == nil {
@@ -278,7 +282,7 @@ func (c *catalog) Create(_ context.Context, name string, q int, nodes []string, 
 	if n < 1 {
 		n = 1
 	}
-	rec := &pb.DbRecord{Name: name, Q: uint32(q), N: uint32(n), CreatedUs: time.Now().UnixMicro(), Uuid: newUUID()}
+	rec := &pb.DbRecord{Name: name, Q: uint32(q), N: uint32(n), CreatedUs: time.Now().UnixMicro(), Uuid: newUUID(), Partitioned: partitioned}
 	for i, r := range coordinator.SplitRanges(q) {
 		for j := range n {
 			rec.Shards = append(rec.Shards, &pb.ShardRef{Db: name, RangeBegin: r[0], RangeEnd: r[1], Node: nodes[(i+j)%len(nodes)]})

@@ -27,7 +27,7 @@ func TestCreateWhileWritesAreBlocked(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
-	c, err := newCatalog(db, sys, "n1", quiet, nil, nil, nil, nil, nil)
+	c, err := newCatalog(db, sys, "n1", quiet, nil, nil, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

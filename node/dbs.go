@@ -140,7 +140,8 @@ var ErrQuorum = errors.New("node: not enough nodes")
 // createDB creates a database across the cluster: n copies of each of q
 // ranges spread over the members, installed here and sent to every live
 // member. It reports whether every member answered (201) or not (202).
-func (n *Node) createDB(ctx context.Context, name string, q, copies int) (bool, error) {
+func (n *Node) createDB(ctx context.Context, name string, o DBOptions) (bool, error) {
+	q, copies := o.Q, o.N
 	snap := n.snapshot()
 	members := snap.members
 	if n.cl == nil {
@@ -159,7 +160,7 @@ func (n *Node) createDB(ctx context.Context, name string, q, copies int) (bool, 
 	// same node
 	start := int(crc(name)) % len(members)
 	order := append(slices.Clone(members[start:]), members[:start]...)
-	rec, err := n.cat.Create(ctx, name, q, order, copies, nil)
+	rec, err := n.cat.Create(ctx, name, q, order, copies, nil, o.Partitioned)
 	if err != nil {
 		return false, err
 	}

@@ -205,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.upd.spread = n.spreadUpdates
 	n.upd.start()
-	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics, n.reads, n.upd); err != nil {
+	if n.cat, err = newCatalog(n.db, n.sys, cfg.Name, log, n.disk, n.tasks, n.metrics, n.reads, n.upd, n.MaxPartitionSize); err != nil {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
@@ -341,14 +341,20 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.closeErr
 }
 
-// CreateDB creates a database of q ranges, n copies each (0: defaults);
-// it reports false when a member did not acknowledge (202), ErrDBExists
-// when the database exists.
-func (n *Node) CreateDB(ctx context.Context, name string, q, copies int) (bool, error) {
-	if q <= 0 {
-		q = n.defaultQ()
+// DBOptions are a new database's: Q ranges of N copies each (0: the
+// defaults), partitioned or not.
+type DBOptions struct {
+	Q, N        int
+	Partitioned bool
+}
+
+// CreateDB creates a database; it reports false when a member did not
+// acknowledge (202), ErrDBExists when the database exists.
+func (n *Node) CreateDB(ctx context.Context, name string, o DBOptions) (bool, error) {
+	if o.Q <= 0 {
+		o.Q = n.defaultQ()
 	}
-	return n.createDB(ctx, name, q, copies)
+	return n.createDB(ctx, name, o)
 }
 
 // DeleteDB deletes a database; false when a member did not acknowledge.

@@ -101,6 +101,7 @@ type nodeConfig struct {
 
 	// the live settings
 	maxDoc, maxAtt atomic.Int64
+	maxPartition   atomic.Int64 // couchdb/max_partition_size (<= 0: no limit)
 	q, copies      atomic.Int64
 	requireUser    atomic.Bool
 	requireNotUp   atomic.Bool
@@ -143,6 +144,7 @@ func (n *Node) loadConfig() error {
 	stOrUnlisted("couchdb", "max_attachment_size", maxAtt, "infinity")
 	st("cluster", "q", strconv.Itoa(cfg.Q))
 	st("cluster", "n", strconv.Itoa(cfg.N))
+	setIn(c.unlisted, "couchdb", "max_partition_size", "10737418240")
 	setIn(c.unlisted, "chttpd", "require_valid_user", "false")
 	setIn(c.unlisted, "chttpd", "require_valid_user_except_for_up", "false")
 	st("log", "level", "info")
@@ -176,6 +178,12 @@ func (n *Node) loadConfig() error {
 			return nil
 		}
 	}
+	anyInt := func(v string) error {
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return errors.New("want an integer")
+		}
+		return nil
+	}
 	boolean := func(v string) error {
 		if v != "true" && v != "false" {
 			return errors.New("want true or false")
@@ -207,6 +215,15 @@ func (n *Node) loadConfig() error {
 				return
 			}
 			c.maxAtt.Store(atoi64(v))
+		}},
+		// any integer, as CouchDB takes it: 0 or less turns the check off
+		"couchdb/max_partition_size": {anyInt, func(v string) { c.maxPartition.Store(atoi64(v)) }},
+		// read by partition queries (httpgw); "infinity" or an integer
+		"query_server_config/partition_query_limit": {check: func(v string) error {
+			if v == "infinity" {
+				return nil
+			}
+			return anyInt(v)
 		}},
 		"chttpd/require_valid_user":               {boolean, func(v string) { c.requireUser.Store(v == "true") }},
 		"chttpd/require_valid_user_except_for_up": {boolean, func(v string) { c.requireNotUp.Store(v == "true") }},
@@ -528,6 +545,9 @@ func (n *Node) RequestTimeout() time.Duration { return time.Duration(n.conf.requ
 
 // MaxDocumentSize is couchdb/max_document_size, in bytes.
 func (n *Node) MaxDocumentSize() int64 { return n.conf.maxDoc.Load() }
+
+// MaxPartitionSize is couchdb/max_partition_size in bytes (<= 0: no limit).
+func (n *Node) MaxPartitionSize() int64 { return n.conf.maxPartition.Load() }
 
 // MaxAttachmentSize is couchdb/max_attachment_size in bytes
 // (math.MaxInt64 for "infinity").

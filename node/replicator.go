@@ -188,7 +188,7 @@ func (c clusterScheduler) merge(ctx context.Context, q *pb.SchedulerQuery, field
 // createForReplicator creates a target database (create_target) with the
 // node's defaults; an existing one is fine.
 func (n *Node) createForReplicator(ctx context.Context, name string) error {
-	_, err := n.CreateDB(ctx, name, 0, 0)
+	_, err := n.CreateDB(ctx, name, DBOptions{})
 	if errors.Is(err, ErrDBExists) {
 		return nil
 	}

@@ -51,7 +51,7 @@ func (n *Node) ensureSystemDBs(ctx context.Context, clustered bool) error {
 				return err
 			}
 		case rec.Deleted && !clustered:
-			if _, err := n.cat.Create(ctx, name, 1, nil, 1, nil); err != nil && !errors.Is(err, ErrDBExists) {
+			if _, err := n.cat.Create(ctx, name, 1, nil, 1, nil, false); err != nil && !errors.Is(err, ErrDBExists) {
 				return err
 			}
 		}

@@ -99,6 +99,78 @@ func (x *ShardStats) GetLastCompactedUs() int64 {
 	return 0
 }
 
+// PartitionStats is one partition's counts and sizes in a shard copy of a
+// partitioned database (key <handle>'t'<partition>), moved by every group
+// commit as ShardMeta's are: /db/_partition/P and max_partition_size read
+// them without a scan.
+type PartitionStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DocCount      uint64                 `protobuf:"varint,1,opt,name=doc_count,json=docCount,proto3" json:"doc_count,omitempty"`
+	DelCount      uint64                 `protobuf:"varint,2,opt,name=del_count,json=delCount,proto3" json:"del_count,omitempty"`
+	ExternalSize  int64                  `protobuf:"varint,3,opt,name=external_size,json=externalSize,proto3" json:"external_size,omitempty"`
+	ActiveSize    int64                  `protobuf:"varint,4,opt,name=active_size,json=activeSize,proto3" json:"active_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionStats) Reset() {
+	*x = PartitionStats{}
+	mi := &file_compact_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionStats) ProtoMessage() {}
+
+func (x *PartitionStats) ProtoReflect() protoreflect.Message {
+	mi := &file_compact_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionStats.ProtoReflect.Descriptor instead.
+func (*PartitionStats) Descriptor() ([]byte, []int) {
+	return file_compact_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PartitionStats) GetDocCount() uint64 {
+	if x != nil {
+		return x.DocCount
+	}
+	return 0
+}
+
+func (x *PartitionStats) GetDelCount() uint64 {
+	if x != nil {
+		return x.DelCount
+	}
+	return 0
+}
+
+func (x *PartitionStats) GetExternalSize() int64 {
+	if x != nil {
+		return x.ExternalSize
+	}
+	return 0
+}
+
+func (x *PartitionStats) GetActiveSize() int64 {
+	if x != nil {
+		return x.ActiveSize
+	}
+	return 0
+}
+
 // PurgeInfo is one purge request kept under p/<u64 BE purge_seq> (CouchDB's
 // purge tree), trimmed to purged_infos_limit.
 type PurgeInfo struct {
@@ -112,7 +184,7 @@ type PurgeInfo struct {
 
 func (x *PurgeInfo) Reset() {
 	*x = PurgeInfo{}
-	mi := &file_compact_proto_msgTypes[1]
+	mi := &file_compact_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -124,7 +196,7 @@ func (x *PurgeInfo) String() string {
 func (*PurgeInfo) ProtoMessage() {}
 
 func (x *PurgeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[1]
+	mi := &file_compact_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -137,7 +209,7 @@ func (x *PurgeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeInfo.ProtoReflect.Descriptor instead.
 func (*PurgeInfo) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{1}
+	return file_compact_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PurgeInfo) GetPurgeSeq() uint64 {
@@ -171,7 +243,7 @@ type CompactShard struct {
 
 func (x *CompactShard) Reset() {
 	*x = CompactShard{}
-	mi := &file_compact_proto_msgTypes[2]
+	mi := &file_compact_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -183,7 +255,7 @@ func (x *CompactShard) String() string {
 func (*CompactShard) ProtoMessage() {}
 
 func (x *CompactShard) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[2]
+	mi := &file_compact_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -196,7 +268,7 @@ func (x *CompactShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactShard.ProtoReflect.Descriptor instead.
 func (*CompactShard) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{2}
+	return file_compact_proto_rawDescGZIP(), []int{3}
 }
 
 type CompactStarted struct {
@@ -209,7 +281,7 @@ type CompactStarted struct {
 
 func (x *CompactStarted) Reset() {
 	*x = CompactStarted{}
-	mi := &file_compact_proto_msgTypes[3]
+	mi := &file_compact_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +293,7 @@ func (x *CompactStarted) String() string {
 func (*CompactStarted) ProtoMessage() {}
 
 func (x *CompactStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[3]
+	mi := &file_compact_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +306,7 @@ func (x *CompactStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactStarted.ProtoReflect.Descriptor instead.
 func (*CompactStarted) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{3}
+	return file_compact_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CompactStarted) GetAlreadyRunning() bool {
@@ -260,7 +332,7 @@ type GetDiskInfo struct {
 
 func (x *GetDiskInfo) Reset() {
 	*x = GetDiskInfo{}
-	mi := &file_compact_proto_msgTypes[4]
+	mi := &file_compact_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +344,7 @@ func (x *GetDiskInfo) String() string {
 func (*GetDiskInfo) ProtoMessage() {}
 
 func (x *GetDiskInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[4]
+	mi := &file_compact_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +357,7 @@ func (x *GetDiskInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiskInfo.ProtoReflect.Descriptor instead.
 func (*GetDiskInfo) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{4}
+	return file_compact_proto_rawDescGZIP(), []int{5}
 }
 
 type DiskInfo struct {
@@ -305,7 +377,7 @@ type DiskInfo struct {
 
 func (x *DiskInfo) Reset() {
 	*x = DiskInfo{}
-	mi := &file_compact_proto_msgTypes[5]
+	mi := &file_compact_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +389,7 @@ func (x *DiskInfo) String() string {
 func (*DiskInfo) ProtoMessage() {}
 
 func (x *DiskInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[5]
+	mi := &file_compact_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +402,7 @@ func (x *DiskInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskInfo.ProtoReflect.Descriptor instead.
 func (*DiskInfo) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{5}
+	return file_compact_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DiskInfo) GetFileSize() int64 {
@@ -382,6 +454,103 @@ func (x *DiskInfo) GetIndexSize() int64 {
 	return 0
 }
 
+// GetPartitionInfo asks a copy for one partition's stats (GET /db/_partition/P).
+type GetPartitionInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPartitionInfo) Reset() {
+	*x = GetPartitionInfo{}
+	mi := &file_compact_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPartitionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPartitionInfo) ProtoMessage() {}
+
+func (x *GetPartitionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_compact_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPartitionInfo.ProtoReflect.Descriptor instead.
+func (*GetPartitionInfo) Descriptor() ([]byte, []int) {
+	return file_compact_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetPartitionInfo) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+type PartitionInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stats         *PartitionStats        `protobuf:"bytes,1,opt,name=stats,proto3" json:"stats,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionInfo) Reset() {
+	*x = PartitionInfo{}
+	mi := &file_compact_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionInfo) ProtoMessage() {}
+
+func (x *PartitionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_compact_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionInfo.ProtoReflect.Descriptor instead.
+func (*PartitionInfo) Descriptor() ([]byte, []int) {
+	return file_compact_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PartitionInfo) GetStats() *PartitionStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+func (x *PartitionInfo) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // PurgeDocs permanently removes leaf revisions (POST /db/_purge).
 type PurgeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -393,7 +562,7 @@ type PurgeRequest struct {
 
 func (x *PurgeRequest) Reset() {
 	*x = PurgeRequest{}
-	mi := &file_compact_proto_msgTypes[6]
+	mi := &file_compact_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -405,7 +574,7 @@ func (x *PurgeRequest) String() string {
 func (*PurgeRequest) ProtoMessage() {}
 
 func (x *PurgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[6]
+	mi := &file_compact_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -418,7 +587,7 @@ func (x *PurgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeRequest.ProtoReflect.Descriptor instead.
 func (*PurgeRequest) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{6}
+	return file_compact_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PurgeRequest) GetId() string {
@@ -444,7 +613,7 @@ type PurgeDocs struct {
 
 func (x *PurgeDocs) Reset() {
 	*x = PurgeDocs{}
-	mi := &file_compact_proto_msgTypes[7]
+	mi := &file_compact_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +625,7 @@ func (x *PurgeDocs) String() string {
 func (*PurgeDocs) ProtoMessage() {}
 
 func (x *PurgeDocs) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[7]
+	mi := &file_compact_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +638,7 @@ func (x *PurgeDocs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDocs.ProtoReflect.Descriptor instead.
 func (*PurgeDocs) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{7}
+	return file_compact_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PurgeDocs) GetDocs() []*PurgeRequest {
@@ -489,7 +658,7 @@ type PurgeResult struct {
 
 func (x *PurgeResult) Reset() {
 	*x = PurgeResult{}
-	mi := &file_compact_proto_msgTypes[8]
+	mi := &file_compact_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +670,7 @@ func (x *PurgeResult) String() string {
 func (*PurgeResult) ProtoMessage() {}
 
 func (x *PurgeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[8]
+	mi := &file_compact_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +683,7 @@ func (x *PurgeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeResult.ProtoReflect.Descriptor instead.
 func (*PurgeResult) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{8}
+	return file_compact_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PurgeResult) GetId() string {
@@ -542,7 +711,7 @@ type PurgeReply struct {
 
 func (x *PurgeReply) Reset() {
 	*x = PurgeReply{}
-	mi := &file_compact_proto_msgTypes[9]
+	mi := &file_compact_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +723,7 @@ func (x *PurgeReply) String() string {
 func (*PurgeReply) ProtoMessage() {}
 
 func (x *PurgeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[9]
+	mi := &file_compact_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +736,7 @@ func (x *PurgeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeReply.ProtoReflect.Descriptor instead.
 func (*PurgeReply) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{9}
+	return file_compact_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PurgeReply) GetResults() []*PurgeResult {
@@ -601,7 +770,7 @@ type GetPurgedInfos struct {
 
 func (x *GetPurgedInfos) Reset() {
 	*x = GetPurgedInfos{}
-	mi := &file_compact_proto_msgTypes[10]
+	mi := &file_compact_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +782,7 @@ func (x *GetPurgedInfos) String() string {
 func (*GetPurgedInfos) ProtoMessage() {}
 
 func (x *GetPurgedInfos) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[10]
+	mi := &file_compact_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +795,7 @@ func (x *GetPurgedInfos) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPurgedInfos.ProtoReflect.Descriptor instead.
 func (*GetPurgedInfos) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{10}
+	return file_compact_proto_rawDescGZIP(), []int{13}
 }
 
 type PurgedInfos struct {
@@ -639,7 +808,7 @@ type PurgedInfos struct {
 
 func (x *PurgedInfos) Reset() {
 	*x = PurgedInfos{}
-	mi := &file_compact_proto_msgTypes[11]
+	mi := &file_compact_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +820,7 @@ func (x *PurgedInfos) String() string {
 func (*PurgedInfos) ProtoMessage() {}
 
 func (x *PurgedInfos) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[11]
+	mi := &file_compact_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +833,7 @@ func (x *PurgedInfos) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgedInfos.ProtoReflect.Descriptor instead.
 func (*PurgedInfos) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{11}
+	return file_compact_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PurgedInfos) GetInfos() []*PurgeInfo {
@@ -691,7 +860,7 @@ type SetPurgedInfosLimit struct {
 
 func (x *SetPurgedInfosLimit) Reset() {
 	*x = SetPurgedInfosLimit{}
-	mi := &file_compact_proto_msgTypes[12]
+	mi := &file_compact_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +872,7 @@ func (x *SetPurgedInfosLimit) String() string {
 func (*SetPurgedInfosLimit) ProtoMessage() {}
 
 func (x *SetPurgedInfosLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[12]
+	mi := &file_compact_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +885,7 @@ func (x *SetPurgedInfosLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPurgedInfosLimit.ProtoReflect.Descriptor instead.
 func (*SetPurgedInfosLimit) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{12}
+	return file_compact_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetPurgedInfosLimit) GetLimit() uint64 {
@@ -736,7 +905,7 @@ type PurgedInfosLimitReply struct {
 
 func (x *PurgedInfosLimitReply) Reset() {
 	*x = PurgedInfosLimitReply{}
-	mi := &file_compact_proto_msgTypes[13]
+	mi := &file_compact_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +917,7 @@ func (x *PurgedInfosLimitReply) String() string {
 func (*PurgedInfosLimitReply) ProtoMessage() {}
 
 func (x *PurgedInfosLimitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_compact_proto_msgTypes[13]
+	mi := &file_compact_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +930,7 @@ func (x *PurgedInfosLimitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgedInfosLimitReply.ProtoReflect.Descriptor instead.
 func (*PurgedInfosLimitReply) Descriptor() ([]byte, []int) {
-	return file_compact_proto_rawDescGZIP(), []int{13}
+	return file_compact_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PurgedInfosLimitReply) GetLimit() uint64 {
@@ -788,7 +957,13 @@ const file_compact_proto_rawDesc = "" +
 	"\tfile_size\x18\x01 \x01(\x03R\bfileSize\x12,\n" +
 	"\x12purged_infos_limit\x18\x02 \x01(\x04R\x10purgedInfosLimit\x12 \n" +
 	"\vcompactions\x18\x03 \x01(\x04R\vcompactions\x12*\n" +
-	"\x11last_compacted_us\x18\x04 \x01(\x03R\x0flastCompactedUs\"L\n" +
+	"\x11last_compacted_us\x18\x04 \x01(\x03R\x0flastCompactedUs\"\x90\x01\n" +
+	"\x0ePartitionStats\x12\x1b\n" +
+	"\tdoc_count\x18\x01 \x01(\x04R\bdocCount\x12\x1b\n" +
+	"\tdel_count\x18\x02 \x01(\x04R\bdelCount\x12#\n" +
+	"\rexternal_size\x18\x03 \x01(\x03R\fexternalSize\x12\x1f\n" +
+	"\vactive_size\x18\x04 \x01(\x03R\n" +
+	"activeSize\"L\n" +
 	"\tPurgeInfo\x12\x1b\n" +
 	"\tpurge_seq\x18\x01 \x01(\x04R\bpurgeSeq\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -807,7 +982,12 @@ const file_compact_proto_rawDesc = "" +
 	"\x12purged_infos_limit\x18\x05 \x01(\x04R\x10purgedInfosLimit\x12#\n" +
 	"\x05error\x18\x06 \x01(\v2\r.settee.ErrorR\x05error\x12\x1d\n" +
 	"\n" +
-	"index_size\x18\a \x01(\x03R\tindexSize\"2\n" +
+	"index_size\x18\a \x01(\x03R\tindexSize\"0\n" +
+	"\x10GetPartitionInfo\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\"b\n" +
+	"\rPartitionInfo\x12,\n" +
+	"\x05stats\x18\x01 \x01(\v2\x16.settee.PartitionStatsR\x05stats\x12#\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"2\n" +
 	"\fPurgeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04revs\x18\x02 \x03(\tR\x04revs\"5\n" +
@@ -843,38 +1023,43 @@ func file_compact_proto_rawDescGZIP() []byte {
 	return file_compact_proto_rawDescData
 }
 
-var file_compact_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_compact_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_compact_proto_goTypes = []any{
 	(*ShardStats)(nil),            // 0: settee.ShardStats
-	(*PurgeInfo)(nil),             // 1: settee.PurgeInfo
-	(*CompactShard)(nil),          // 2: settee.CompactShard
-	(*CompactStarted)(nil),        // 3: settee.CompactStarted
-	(*GetDiskInfo)(nil),           // 4: settee.GetDiskInfo
-	(*DiskInfo)(nil),              // 5: settee.DiskInfo
-	(*PurgeRequest)(nil),          // 6: settee.PurgeRequest
-	(*PurgeDocs)(nil),             // 7: settee.PurgeDocs
-	(*PurgeResult)(nil),           // 8: settee.PurgeResult
-	(*PurgeReply)(nil),            // 9: settee.PurgeReply
-	(*GetPurgedInfos)(nil),        // 10: settee.GetPurgedInfos
-	(*PurgedInfos)(nil),           // 11: settee.PurgedInfos
-	(*SetPurgedInfosLimit)(nil),   // 12: settee.SetPurgedInfosLimit
-	(*PurgedInfosLimitReply)(nil), // 13: settee.PurgedInfosLimitReply
-	(*Error)(nil),                 // 14: settee.Error
+	(*PartitionStats)(nil),        // 1: settee.PartitionStats
+	(*PurgeInfo)(nil),             // 2: settee.PurgeInfo
+	(*CompactShard)(nil),          // 3: settee.CompactShard
+	(*CompactStarted)(nil),        // 4: settee.CompactStarted
+	(*GetDiskInfo)(nil),           // 5: settee.GetDiskInfo
+	(*DiskInfo)(nil),              // 6: settee.DiskInfo
+	(*GetPartitionInfo)(nil),      // 7: settee.GetPartitionInfo
+	(*PartitionInfo)(nil),         // 8: settee.PartitionInfo
+	(*PurgeRequest)(nil),          // 9: settee.PurgeRequest
+	(*PurgeDocs)(nil),             // 10: settee.PurgeDocs
+	(*PurgeResult)(nil),           // 11: settee.PurgeResult
+	(*PurgeReply)(nil),            // 12: settee.PurgeReply
+	(*GetPurgedInfos)(nil),        // 13: settee.GetPurgedInfos
+	(*PurgedInfos)(nil),           // 14: settee.PurgedInfos
+	(*SetPurgedInfosLimit)(nil),   // 15: settee.SetPurgedInfosLimit
+	(*PurgedInfosLimitReply)(nil), // 16: settee.PurgedInfosLimitReply
+	(*Error)(nil),                 // 17: settee.Error
 }
 var file_compact_proto_depIdxs = []int32{
-	14, // 0: settee.CompactStarted.error:type_name -> settee.Error
-	14, // 1: settee.DiskInfo.error:type_name -> settee.Error
-	6,  // 2: settee.PurgeDocs.docs:type_name -> settee.PurgeRequest
-	8,  // 3: settee.PurgeReply.results:type_name -> settee.PurgeResult
-	14, // 4: settee.PurgeReply.error:type_name -> settee.Error
-	1,  // 5: settee.PurgedInfos.infos:type_name -> settee.PurgeInfo
-	14, // 6: settee.PurgedInfos.error:type_name -> settee.Error
-	14, // 7: settee.PurgedInfosLimitReply.error:type_name -> settee.Error
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	17, // 0: settee.CompactStarted.error:type_name -> settee.Error
+	17, // 1: settee.DiskInfo.error:type_name -> settee.Error
+	1,  // 2: settee.PartitionInfo.stats:type_name -> settee.PartitionStats
+	17, // 3: settee.PartitionInfo.error:type_name -> settee.Error
+	9,  // 4: settee.PurgeDocs.docs:type_name -> settee.PurgeRequest
+	11, // 5: settee.PurgeReply.results:type_name -> settee.PurgeResult
+	17, // 6: settee.PurgeReply.error:type_name -> settee.Error
+	2,  // 7: settee.PurgedInfos.infos:type_name -> settee.PurgeInfo
+	17, // 8: settee.PurgedInfos.error:type_name -> settee.Error
+	17, // 9: settee.PurgedInfosLimitReply.error:type_name -> settee.Error
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_compact_proto_init() }
@@ -889,7 +1074,7 @@ func file_compact_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compact_proto_rawDesc), len(file_compact_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

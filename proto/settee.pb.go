@@ -616,15 +616,19 @@ func (x *ShardRef) GetHandle() uint32 {
 
 // DbRecord is a database's entry in the node catalog (and its shard map).
 type DbRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Q             uint32                 `protobuf:"varint,2,opt,name=q,proto3" json:"q,omitempty"`
-	N             uint32                 `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
-	Shards        []*ShardRef            `protobuf:"bytes,4,rep,name=shards,proto3" json:"shards,omitempty"`
-	CreatedUs     int64                  `protobuf:"varint,5,opt,name=created_us,json=createdUs,proto3" json:"created_us,omitempty"` // creation time, microseconds since epoch
-	Uuid          string                 `protobuf:"bytes,6,opt,name=uuid,proto3" json:"uuid,omitempty"`                             // this incarnation of the name
-	Deleted       bool                   `protobuf:"varint,7,opt,name=deleted,proto3" json:"deleted,omitempty"`                      // a tombstone: a deleted database never comes back
-	DeletedUs     int64                  `protobuf:"varint,8,opt,name=deleted_us,json=deletedUs,proto3" json:"deleted_us,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Q         uint32                 `protobuf:"varint,2,opt,name=q,proto3" json:"q,omitempty"`
+	N         uint32                 `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
+	Shards    []*ShardRef            `protobuf:"bytes,4,rep,name=shards,proto3" json:"shards,omitempty"`
+	CreatedUs int64                  `protobuf:"varint,5,opt,name=created_us,json=createdUs,proto3" json:"created_us,omitempty"` // creation time, microseconds since epoch
+	Uuid      string                 `protobuf:"bytes,6,opt,name=uuid,proto3" json:"uuid,omitempty"`                             // this incarnation of the name
+	Deleted   bool                   `protobuf:"varint,7,opt,name=deleted,proto3" json:"deleted,omitempty"`                      // a tombstone: a deleted database never comes back
+	DeletedUs int64                  `protobuf:"varint,8,opt,name=deleted_us,json=deletedUs,proto3" json:"deleted_us,omitempty"`
+	// partitioned: docs are placed by the hash of their partition (the id
+	// before its first ':'), not of the whole id (CouchDB's partitioned
+	// databases); fixed for the database's life
+	Partitioned   bool `protobuf:"varint,9,opt,name=partitioned,proto3" json:"partitioned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -713,6 +717,13 @@ func (x *DbRecord) GetDeletedUs() int64 {
 		return x.DeletedUs
 	}
 	return 0
+}
+
+func (x *DbRecord) GetPartitioned() bool {
+	if x != nil {
+		return x.Partitioned
+	}
+	return false
 }
 
 // Error is an error that crosses actors and nodes. Code is a CouchDB error
@@ -3495,6 +3506,8 @@ type ViewQuery struct {
 	GroupLevel    int32                  `protobuf:"varint,10,opt,name=group_level,json=groupLevel,proto3" json:"group_level,omitempty"` // with reduce: -1 exact keys, 0 one group, N array prefixes
 	Update        string                 `protobuf:"bytes,11,opt,name=update,proto3" json:"update,omitempty"`                            // "true" (wait for the index to reach the copy's seq), "false", "lazy"
 	Total         bool                   `protobuf:"varint,12,opt,name=total,proto3" json:"total,omitempty"`                             // count total_rows and the offset of start
+	Partitioned   bool                   `protobuf:"varint,13,opt,name=partitioned,proto3" json:"partitioned,omitempty"`                 // the database is partitioned: a ddoc is, unless its options say not
+	Partition     string                 `protobuf:"bytes,14,opt,name=partition,proto3" json:"partition,omitempty"`                      // a partition query (/db/_partition/P/...): start and end are within P
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3611,6 +3624,20 @@ func (x *ViewQuery) GetTotal() bool {
 		return x.Total
 	}
 	return false
+}
+
+func (x *ViewQuery) GetPartitioned() bool {
+	if x != nil {
+		return x.Partitioned
+	}
+	return false
+}
+
+func (x *ViewQuery) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
 }
 
 type ViewRow struct {
@@ -4006,7 +4033,7 @@ const file_settee_proto_rawDesc = "" +
 	"rangeBegin\x12\x1b\n" +
 	"\trange_end\x18\x03 \x01(\rR\brangeEnd\x12\x12\n" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x16\n" +
-	"\x06handle\x18\x05 \x01(\rR\x06handle\"\xd0\x01\n" +
+	"\x06handle\x18\x05 \x01(\rR\x06handle\"\xf2\x01\n" +
 	"\bDbRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\f\n" +
 	"\x01q\x18\x02 \x01(\rR\x01q\x12\f\n" +
@@ -4017,7 +4044,8 @@ const file_settee_proto_rawDesc = "" +
 	"\x04uuid\x18\x06 \x01(\tR\x04uuid\x12\x18\n" +
 	"\adeleted\x18\a \x01(\bR\adeleted\x12\x1d\n" +
 	"\n" +
-	"deleted_us\x18\b \x01(\x03R\tdeletedUs\"3\n" +
+	"deleted_us\x18\b \x01(\x03R\tdeletedUs\x12 \n" +
+	"\vpartitioned\x18\t \x01(\bR\vpartitioned\"3\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"3\n" +
@@ -4222,7 +4250,7 @@ const file_settee_proto_rawDesc = "" +
 	"\fRepBatchDone\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\x04R\aordinal\x12&\n" +
 	"\x05stats\x18\x02 \x01(\v2\x10.settee.RepStatsR\x05stats\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\xb9\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\xf9\x02\n" +
 	"\tViewQuery\x12&\n" +
 	"\x05shard\x18\x01 \x01(\v2\x10.settee.ShardRefR\x05shard\x12\x17\n" +
 	"\addoc_id\x18\x02 \x01(\tR\x06ddocId\x12\x12\n" +
@@ -4239,7 +4267,9 @@ const file_settee_proto_rawDesc = "" +
 	" \x01(\x05R\n" +
 	"groupLevel\x12\x16\n" +
 	"\x06update\x18\v \x01(\tR\x06update\x12\x14\n" +
-	"\x05total\x18\f \x01(\bR\x05total\"U\n" +
+	"\x05total\x18\f \x01(\bR\x05total\x12 \n" +
+	"\vpartitioned\x18\r \x01(\bR\vpartitioned\x12\x1c\n" +
+	"\tpartition\x18\x0e \x01(\tR\tpartition\"U\n" +
 	"\aViewRow\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +

@@ -35,13 +35,19 @@ type Config struct {
 	// IndexBytes measures the copy's secondary indexes, which live under
 	// its handle but are not the shard's to know (nil: none).
 	IndexBytes func() int64
+	// Partitioned: the copy belongs to a partitioned database and keeps
+	// each partition's counts and sizes (PartitionStats).
+	Partitioned bool
+	// MaxPartitionSize is couchdb/max_partition_size (nil or <= 0: no
+	// limit); read at each write to a partition.
+	MaxPartitionSize func() int64
 }
 
 // Props returns the props of a shard actor. Its Reader is registered when
 // the actor starts; Spawn registers it before the actor can be addressed.
 func Props(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{cfg: cfg, st: &store{db: cfg.DB, k: newKeys(cfg.Handle)}}
+		return &Actor{cfg: cfg, st: newStore(cfg)}
 	})
 }
 
@@ -50,7 +56,7 @@ func Props(cfg Config) *actor.Props {
 // exists finds it, instead of a dead letter.
 func Spawn(root *actor.RootContext, cfg Config, name string) (*actor.PID, error) {
 	sys := root.ActorSystem()
-	st := &store{db: cfg.DB, k: newKeys(cfg.Handle)}
+	st := newStore(cfg)
 	// a Reader left under this name (its actor gone) is replaced; if the
 	// actor is still there, the spawn fails below and it is put back
 	old, had := sys.ProcessRegistry.GetLocal(ReaderID(name))
@@ -247,6 +253,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		})
 	case *pb.CountRange:
 		a.async(ctx, func() proto.Message { return a.st.countRange(m) })
+	case *pb.GetPartitionInfo:
+		a.async(ctx, func() proto.Message { return a.st.readPartition(m) })
 	case *pb.CountChanges:
 		a.async(ctx, func() proto.Message { return a.st.countChanges(m.Since) })
 	case *pb.GetLocal:

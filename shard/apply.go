@@ -64,6 +64,10 @@ type writer struct {
 	digests []string
 	// took sums the time spent in badger's synced commits.
 	took time.Duration
+	// parts are the group's partition deltas (partitioned databases);
+	// partSizes the partitions' external sizes as the group found them.
+	parts     map[string]*sizeDelta
+	partSizes map[string]int64
 }
 
 type wentry struct {
@@ -190,7 +194,11 @@ func (s *store) apply(g group, meta *pb.ShardMeta) applyResult {
 			return res
 		}
 	}
-	mb, err := proto.Marshal(meta)
+	err := s.writePartitions(w)
+	var mb []byte
+	if err == nil {
+		mb, err = proto.Marshal(meta)
+	}
 	if err == nil {
 		err = w.set(s.k.meta(), mb)
 	}
@@ -249,6 +257,15 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		parent, perrr = editParent(info, existed, d)
 		if perrr != nil {
 			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: perrr}, nil
+		}
+		if !d.Deleted {
+			over, err := s.overflow(w, d.Id)
+			if err != nil {
+				return nil, err
+			}
+			if over {
+				return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: errPartitionOverflow(d.Id)}, nil
+			}
 		}
 	} else {
 		path, err = replicatedPath(d)
@@ -361,11 +378,13 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	}
 	revtree.Refresh(info)
 	info.Seq = seq
-	meta.ExternalSize += winnerSize(info) - oldExt
 	ib := encodeInfo(nil, info)
 	sb := encodeInfo(nil, seqRecord(info))
+	delta := countDelta(existed, oldDeleted, true, info.Deleted)
+	delta.ext = winnerSize(info) - oldExt
 	// active: leaf bodies, the doc info and its by-seq record
-	meta.ActiveSize += leafBytes(info) - oldLeaves + int64(len(ib)-oldInfo) + int64(len(sb)-oldRec)
+	delta.act = leafBytes(info) - oldLeaves + int64(len(ib)-oldInfo) + int64(len(sb)-oldRec)
+	s.account(w, meta, d.Id, delta)
 	if existed {
 		if err := w.del(s.k.seq(oldSeq)); err != nil {
 			return nil, err
@@ -380,18 +399,6 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	}
 	if err := w.set(s.k.seq(seq), sb); err != nil {
 		return nil, err
-	}
-	switch {
-	case !existed && !info.Deleted:
-		meta.DocCount++
-	case !existed && info.Deleted:
-		meta.DelCount++
-	case oldDeleted && !info.Deleted:
-		meta.DelCount--
-		meta.DocCount++
-	case !oldDeleted && info.Deleted:
-		meta.DocCount--
-		meta.DelCount++
 	}
 	return &pb.DocResult{Tag: d.Tag, Id: d.Id, Rev: leaf.String()}, nil
 }

@@ -14,6 +14,7 @@ const (
 	kindMeta  = 'm' // meta              -> ShardMeta
 	kindStats = 'x' // stats             -> ShardStats
 	kindPurge = 'p' // purge/<u64 BE>    -> PurgeInfo
+	kindPart  = 't' // part/<partition>  -> PartitionStats (partitioned databases)
 )
 
 // Prefix is the key prefix of every record of the shard copy with handle h.
@@ -73,6 +74,10 @@ func (k keys) att(digest string) []byte {
 func (k keys) meta() []byte { return k.kind(kindMeta, 0) }
 
 func (k keys) stats() []byte { return k.kind(kindStats, 0) }
+
+func (k keys) partition(p string) []byte {
+	return append(k.kind(kindPart, len(p)), p...)
+}
 
 func (k keys) purge(s uint64) []byte {
 	return binary.BigEndian.AppendUint64(k.kind(kindPurge, 8), s)

@@ -95,13 +95,9 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			if err := w.del(s.k.id(info.Id)); err != nil {
 				return nil, err
 			}
-			if oldDeleted {
-				meta.DelCount--
-			} else {
-				meta.DocCount--
-			}
-			meta.ExternalSize -= oldExt
-			meta.ActiveSize -= oldLeaves + int64(oldLen)
+			delta := countDelta(true, oldDeleted, false, false)
+			delta.ext, delta.act = -oldExt, -(oldLeaves + int64(oldLen))
+			s.account(w, meta, info.Id, delta)
 			continue
 		}
 		revtree.Refresh(info)
@@ -119,16 +115,10 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 		if err := w.set(s.k.seq(info.Seq), sb); err != nil {
 			return nil, err
 		}
-		switch {
-		case oldDeleted && !info.Deleted:
-			meta.DelCount--
-			meta.DocCount++
-		case !oldDeleted && info.Deleted:
-			meta.DocCount--
-			meta.DelCount++
-		}
-		meta.ExternalSize += winnerSize(info) - oldExt
-		meta.ActiveSize += leafBytes(info) - oldLeaves + int64(len(ib)+len(sb)-oldLen)
+		delta := countDelta(true, oldDeleted, true, info.Deleted)
+		delta.ext = winnerSize(info) - oldExt
+		delta.act = leafBytes(info) - oldLeaves + int64(len(ib)+len(sb)-oldLen)
+		s.account(w, meta, info.Id, delta)
 	}
 	reply.PurgeSeq = meta.PurgeSeq
 	return reply, nil

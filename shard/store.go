@@ -20,6 +20,14 @@ const DefaultRevsLimit = 1000
 type store struct {
 	db *badger.DB
 	k  keys
+	// partitioned and maxPartition: Config's Partitioned and
+	// MaxPartitionSize
+	partitioned  bool
+	maxPartition func() int64
+}
+
+func newStore(cfg Config) *store {
+	return &store{db: cfg.DB, k: newKeys(cfg.Handle), partitioned: cfg.Partitioned, maxPartition: cfg.MaxPartitionSize}
 }
 
 func loadMeta(db *badger.DB, k keys) (*pb.ShardMeta, error) {
