@@ -21,6 +21,18 @@ type RangeQuery struct {
 	Local            bool
 	// Limit and Skip apply to the merged stream; Limit < 0 means none.
 	Limit, Skip int
+	// Partition, in a partitioned database, reads only the range that
+	// holds the partition (the caller bounds the keys to it).
+	Partition string
+}
+
+// partitionRanges narrows ranges to the one holding partition p ("" : all).
+func partitionRanges(ranges []Range, p string) []Range {
+	if p == "" || len(ranges) == 0 {
+		return ranges
+	}
+	i := RangeOfKey(ranges, p)
+	return ranges[i : i+1]
 }
 
 // cursor pages through one shard's part of a range.
@@ -93,6 +105,7 @@ func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit
 	if err != nil {
 		return err
 	}
+	ranges = partitionRanges(ranges, q.Partition)
 	page := uint32(500)
 	if q.Limit >= 0 && q.Limit+q.Skip < int(page) {
 		page = uint32(q.Limit + q.Skip + 1)
@@ -157,10 +170,18 @@ func (c *Coordinator) TotalRows(ctx context.Context, db string) (uint64, error) 
 
 // CountRange counts live docs in an id range across all shards.
 func (c *Coordinator) CountRange(ctx context.Context, db string, m *pb.CountRange) (uint64, error) {
+	return c.CountRangeIn(ctx, db, "", m)
+}
+
+// CountRangeIn counts live docs in an id range of the shard range holding
+// partition p (every range when p is ""): a partition query's total_rows
+// and offset, which CouchDB counts in that one shard.
+func (c *Coordinator) CountRangeIn(ctx context.Context, db, p string, m *pb.CountRange) (uint64, error) {
 	_, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return 0, err
 	}
+	ranges = partitionRanges(ranges, p)
 	futures := make([]*actor.Future, len(ranges))
 	to := actors.Timeout(ctx)
 	for i, r := range ranges {
@@ -178,4 +199,31 @@ func (c *Coordinator) CountRange(ctx context.Context, db string, m *pb.CountRang
 		n += cnt.N
 	}
 	return n, nil
+}
+
+// PartitionInfo is partition p's counts and sizes in a partitioned
+// database (GET /db/_partition/P): one copy of the range holding it is
+// asked, another when its node fails.
+func (c *Coordinator) PartitionInfo(ctx context.Context, db, p string) (*pb.PartitionStats, error) {
+	_, ranges, err := c.lookup(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	r := partitionRanges(ranges, p)[0]
+	var last error
+	for _, ref := range c.copies(r) {
+		reply, err := askCopy[*pb.PartitionInfo](ctx, c, ref, &pb.GetPartitionInfo{Partition: p})
+		if err != nil {
+			last = err
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if reply.Error != nil {
+			return nil, reply.Error
+		}
+		return reply.Stats, nil
+	}
+	return nil, fmt.Errorf("coordinator: partition info: %w", last)
 }

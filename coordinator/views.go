@@ -96,6 +96,12 @@ type ViewArgs struct {
 	// NoOffset: the caller has no use for the offset (a _find), which
 	// costs each copy a count of the rows before the range.
 	NoOffset bool
+	// Partition, in a partitioned database, queries a partitioned index
+	// for one partition: only the range holding it is read, and Start
+	// and End are within it (views.PartitionBounds).
+	Partition string
+	// dbPartitioned is the database's flag, for the copies' indexers
+	dbPartitioned bool
 }
 
 // ViewMeta is what the answer says before its rows.
@@ -123,10 +129,12 @@ var ErrViewNotFound = errors.New("coordinator: missing_named_view")
 // Reduce and no grouping, the one row is every range's reduction
 // rereduced. meta is called once, before the first row.
 func (c *Coordinator) View(ctx context.Context, db string, a ViewArgs, meta func(ViewMeta) error, emit func(*pb.ViewRow) error) error {
-	_, ranges, err := c.lookup(ctx, db)
+	rec, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return err
 	}
+	a.dbPartitioned = rec.Partitioned
+	ranges = partitionRanges(ranges, a.Partition)
 	cursors := make([]*viewCursor, len(ranges))
 	for i, r := range ranges {
 		cursors[i] = &viewCursor{c: c, r: r, a: &a, skip: map[string]bool{}}
@@ -282,7 +290,7 @@ func (vc *viewCursor) advance(ctx context.Context) error {
 func (vc *viewCursor) fetch(ctx context.Context, first bool) error {
 	q := &pb.ViewQuery{DdocId: vc.a.DDocID, Ddoc: vc.a.DDoc, View: vc.a.View, Start: vc.a.Start, End: vc.a.End,
 		Descending: vc.a.Descending, Reduce: vc.a.Reduce, GroupLevel: int32(vc.a.GroupLevel), Update: vc.a.Update,
-		Total: first && !vc.a.NoOffset, Limit: uint32(vc.a.PageRows)}
+		Total: first && !vc.a.NoOffset, Limit: uint32(vc.a.PageRows), Partitioned: vc.a.dbPartitioned, Partition: vc.a.Partition}
 	if !first {
 		if vc.a.Descending {
 			q.End = vc.next

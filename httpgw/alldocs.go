@@ -15,10 +15,13 @@ import (
 
 // handleAllDocs serves _all_docs, _design_docs (prefix "_design/") and
 // _local_docs (prefix "_local/"). Rows are written as they are merged.
-func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
-	if extra > 0 {
-		if prefix == "" && extra == 1 && rq.segs[2] == "queries" {
-			return g.handleAllDocsQueries(rq, db)
+//
+// partition, in a partitioned database, bounds the rows to its docs and
+// reads only the shard range that holds them (/db/_partition/P/_all_docs).
+func (g *Gateway) handleAllDocs(rq *req, db, prefix, partition string, rest []string) error {
+	if len(rest) > 0 {
+		if prefix == "" && len(rest) == 1 && rest[0] == "queries" {
+			return g.handleAllDocsQueries(rq, db, partition)
 		}
 		return errMissing
 	}
@@ -60,6 +63,20 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix string, extra int) error {
 	q, o, err := g.parseRangeQuery(rq, prefix)
 	if err != nil {
 		return err
+	}
+	if v := rq.q["partition"]; partition != "" && len(v) > 0 && v[len(v)-1] != partition {
+		return badRequest("Conflicting value for `partition` in query string")
+	}
+	if !hasKeys {
+		// keys are looked up in the whole database, a partition's query
+		// as any (CouchDB 3.5.2 answers them with the database's
+		// total_rows)
+		inPartition(&q, partition)
+	}
+	if partition != "" {
+		if err := applyPartitionLimit(g.partitionQueryLimit(), &q.Limit); err != nil {
+			return err
+		}
 	}
 	if err := mapOnlyArgs(rq); err != nil {
 		return err
@@ -178,6 +195,16 @@ func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuer
 	return q, o, nil
 }
 
+// inPartition bounds a range to partition p's ids ("p:" up to "p;") and
+// to the shard range holding them.
+func inPartition(q *coordinator.RangeQuery, p string) {
+	if p == "" {
+		return
+	}
+	clampPrefix(q, p+":", p+";")
+	q.Partition = p
+}
+
 // clampPrefix narrows a range to ids in [lo, hi).
 func clampPrefix(q *coordinator.RangeQuery, lo, hi string) {
 	if q.Descending {
@@ -206,7 +233,7 @@ func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQ
 		if prefix == "_design/" {
 			cr = &pb.CountRange{Lo: "_design/", HasLo: true, LoInclusive: true, Hi: "_design0", HasHi: true}
 		}
-		n, err := g.c.CountRange(rq.ctx, db, cr)
+		n, err := g.c.CountRangeIn(rq.ctx, db, q.Partition, cr)
 		if err != nil {
 			return err
 		}
@@ -291,7 +318,7 @@ func (g *Gateway) offset(rq *req, db string, q coordinator.RangeQuery) (uint64, 
 	} else {
 		cr.Hi, cr.HasHi, cr.HiInclusive = q.StartKey, true, false
 	}
-	return g.c.CountRange(rq.ctx, db, cr)
+	return g.c.CountRangeIn(rq.ctx, db, q.Partition, cr)
 }
 
 // appendRow renders one row; data (nil, or parallel to row.Atts) is the
@@ -455,7 +482,7 @@ func (g *Gateway) attData(rq *req, db, id, rev string, atts []*pb.AttMeta, o *co
 
 // handleAllDocsQueries serves POST _all_docs/queries: several queries, one
 // response.
-func (g *Gateway) handleAllDocsQueries(rq *req, db string) error {
+func (g *Gateway) handleAllDocsQueries(rq *req, db, partition string) error {
 	if rq.r.Method != http.MethodPost {
 		return methodNotAllowed("POST")
 	}
@@ -509,6 +536,14 @@ func (g *Gateway) handleAllDocsQueries(rq *req, db string) error {
 		q, o, err := g.parseRangeQuery(sub, "")
 		if err != nil {
 			return err
+		}
+		if !hasKeys {
+			inPartition(&q, partition)
+		}
+		if partition != "" {
+			if err := applyPartitionLimit(g.partitionQueryLimit(), &q.Limit); err != nil {
+				return err
+			}
 		}
 		queries[i] = query{sub, q, o, keys, hasKeys}
 	}

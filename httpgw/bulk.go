@@ -113,7 +113,7 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		} else if isDesign(ids[i]) {
 			g.forgetDesigns(db)
 			if !d.Deleted {
-				err = g.checkDesign(ids[i], d.Body)
+				err = g.checkDesign(rq, db, ids[i], d.Body)
 			}
 		} else {
 			err = g.validateWrite(rq, db, ids[i], d, newEdits)
@@ -239,7 +239,7 @@ var jsonNull = []byte("null")
 // doc id, a rev that parses, atts_since a list of revs that parse. A
 // failure is the item's error (an answer in the results, not a 400); an id
 // that is not a string is the request's (CouchDB crashes on it).
-func parseBulkGetItem(raw json.RawMessage) (bulkGetItem, error) {
+func parseBulkGetItem(raw json.RawMessage, partitioned bool) (bulkGetItem, error) {
 	it := bulkGetItem{idJSON: jsonNull, revJSON: jsonNull}
 	var m map[string]json.RawMessage
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
@@ -255,7 +255,11 @@ func parseBulkGetItem(raw json.RawMessage) (bulkGetItem, error) {
 		return it, badRequest("`docs` parameter must be an array of objects with an `id`.")
 	}
 	it.idJSON = id
-	if err := checkDocID(it.ID); err != nil {
+	err := checkDocID(it.ID)
+	if err == nil && partitioned {
+		err = checkPartitionedID(it.ID)
+	}
+	if err != nil {
 		ce := toCouch(err)
 		it.code, it.reason = ce.code, ce.reason
 		return it, nil
@@ -322,8 +326,9 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 		return badRequest("`docs` parameter must be an array of objects with an `id`.")
 	}
 	items := make([]bulkGetItem, len(raws))
+	partitioned := g.isPartitioned(rq, db)
 	for i, raw := range raws {
-		it, err := parseBulkGetItem(raw)
+		it, err := parseBulkGetItem(raw, partitioned)
 		if err != nil {
 			return err
 		}
@@ -524,6 +529,9 @@ func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	if err := g.checkPartitionedIDs(rq, db, ids); err != nil {
+		return err
+	}
 	infos, err := g.c.GetDocInfos(rq.ctx, db, ids)
 	if err != nil {
 		return err

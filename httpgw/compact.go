@@ -103,6 +103,9 @@ func (g *Gateway) handlePurge(rq *req, db string) error {
 			return err
 		}
 		revCount += len(revs)
+		if err := g.checkPartitionedIDs(rq, db, []string{id}); err != nil {
+			return err
+		}
 		if i, ok := seen[id]; ok {
 			reqs[i].Revs = append(reqs[i].Revs, revs...)
 			continue

@@ -50,11 +50,13 @@ func (g *Gateway) routeDB(rq *req) error {
 	}
 	switch second {
 	case "_all_docs":
-		return g.handleAllDocs(rq, db, "", len(rest))
+		return g.handleAllDocs(rq, db, "", "", rest)
 	case "_design_docs":
-		return g.handleAllDocs(rq, db, "_design/", len(rest))
+		return g.handleAllDocs(rq, db, "_design/", "", rest)
 	case "_local_docs":
-		return g.handleAllDocs(rq, db, "_local/", len(rest))
+		return g.handleAllDocs(rq, db, "_local/", "", rest)
+	case "_partition":
+		return g.handlePartition(rq, db, rest)
 	case "_bulk_docs":
 		return g.handleBulkDocs(rq, db)
 	case "_bulk_get":

@@ -73,6 +73,8 @@ var codeStatus = map[string]int{
 	"unauthorized":             401,
 	"doc_validation":           400,
 	"illegal_docid":            400,
+	"illegal_partition":        400,
+	"partition_overflow":       403,
 	"document_too_large":       413,
 	"internal_error":           500,
 	"request_entity_too_large": 413,

@@ -15,6 +15,7 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/mango"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/views"
 )
 
 // POST /db/_find and /db/_explain: a Mango query parsed (mango.ParseFind),
@@ -134,6 +135,12 @@ func servedFields(q *findQuery) []string {
 }
 
 func (g *Gateway) handleFind(rq *req, db string, explain bool) error {
+	return g.handleFindIn(rq, db, "", explain)
+}
+
+// handleFindIn is _find or _explain; partition is the path's
+// (/db/_partition/P/_find), "" for the database's.
+func (g *Gateway) handleFindIn(rq *req, db, partition string, explain bool) error {
 	if rq.r.Method != http.MethodPost {
 		return methodNotAllowed("POST")
 	}
@@ -147,7 +154,7 @@ func (g *Gateway) handleFind(rq *req, db string, explain bool) error {
 	if err != nil {
 		return err
 	}
-	q, err := g.planFind(rq, db, body, explain)
+	q, err := g.planFind(rq, db, partition, body, explain)
 	if err != nil {
 		return err
 	}
@@ -157,10 +164,21 @@ func (g *Gateway) handleFind(rq *req, db string, explain bool) error {
 	return g.runFind(rq, db, q)
 }
 
-func (g *Gateway) planFind(rq *req, db string, body []byte, explain bool) (*findQuery, error) {
+func (g *Gateway) planFind(rq *req, db, partition string, body []byte, explain bool) (*findQuery, error) {
 	f, err := mango.ParseFind(body)
 	if err != nil {
 		return nil, mangoErr(err)
+	}
+	partitioned := g.isPartitioned(rq, db)
+	if partition != "" {
+		if f.Partition != "" {
+			// CouchDB 3.5.2 answers 500 (mango_httpd's bad_partition) to
+			// any partition member in a partition query's body
+			return nil, badRequest("`partition` is not allowed in the body of a partition query")
+		}
+		f.Partition = partition
+	} else if f.Partition != "" && !partitioned {
+		return nil, badRequest("database is not partitioned")
 	}
 	q := &findQuery{f: f, explain: explain}
 	idxs, err := g.mangoIndexes(rq, db)
@@ -192,7 +210,7 @@ func (g *Gateway) planFind(rq *req, db string, body []byte, explain bool) (*find
 	}
 	sel := mango.Plain(f.Selector)
 	p, err := mango.Plan(sel, sorts, f.UseIndex, plan, mango.PlanOptions{
-		AllowFallback: f.AllowFallback, Fields: f.Fields, Explain: explain, Partition: f.Partition,
+		AllowFallback: f.AllowFallback, Fields: f.Fields, Explain: explain, Partition: f.Partition, PartitionedDB: partitioned,
 		Conflicts: f.Conflicts, R: int(f.R), Stable: f.Stable || f.Stale == "ok", NoUpdate: !f.Update || f.Stale == "ok",
 	})
 	if err != nil {
@@ -219,7 +237,7 @@ func (g *Gateway) writeExplain(rq *req, db string, q *findQuery) error {
 	index, mrargs := q.plan.Explain()
 	sel, _ := json.Marshal(f.Selector)
 	out := mango.Object{
-		{Key: "dbname", Value: db}, {Key: "index", Value: index}, {Key: "partitioned", Value: false},
+		{Key: "dbname", Value: db}, {Key: "index", Value: index}, {Key: "partitioned", Value: g.isPartitioned(rq, db)},
 		{Key: "selector", Value: json.RawMessage(sel)}, {Key: "opts", Value: f.ExplainOpts()},
 		{Key: "limit", Value: f.ExplainLimit()}, {Key: "skip", Value: f.Skip}, {Key: "fields", Value: f.ExplainFields()},
 	}
@@ -456,6 +474,7 @@ func (g *Gateway) findOnAllDocs(rq *req, db string, q *findQuery, after *bookmar
 		// the page goes on from the bookmark's doc (read again, skipped)
 		rg.StartKey, rg.HasStart = after.id, true
 	}
+	inPartition(&rg, q.f.Partition)
 	o := &couchdoc.Options{Conflicts: q.f.Conflicts}
 	need := mango.SelectorFields(q.f.Selector, q.f.Fields)
 	return g.c.AllDocs(rq.ctx, db, rg, func(row *pb.Row) error {
@@ -587,6 +606,10 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 	}
 	args := coordinator.ViewArgs{DDocID: m.ix.DDoc, DDoc: m.ddoc, View: m.ix.Name, Start: lo, End: hi,
 		Descending: r.Descending, Update: update, PageRows: page, NoOffset: true}
+	if p := q.f.Partition; p != "" && m.ix.Partitioned {
+		args.Partition = p
+		args.Start, args.End = views.PartitionBounds(p, lo, hi)
+	}
 	err = g.c.View(rq.ctx, db, args, func(coordinator.ViewMeta) error { return nil }, func(row *pb.ViewRow) error {
 		st.keys++
 		if q.plan.Covering {

@@ -34,11 +34,12 @@ func (g *Gateway) mangoIndexes(rq *req, db string) ([]mangoIndex, error) {
 
 func (g *Gateway) readMangoIndexes(rq *req, db string) ([]mangoIndex, error) {
 	var out []mangoIndex
+	partitioned := g.isPartitioned(rq, db)
 	err := g.eachDesign(rq, db, func(id string, body []byte) {
 		if !bytes.Contains(body, []byte(`"query"`)) {
 			return // not a query-language design doc: no need to parse
 		}
-		idxs, err := mango.ParseIndexDesign(withMembers(body, "_id", id), false)
+		idxs, err := mango.ParseIndexDesign(withMembers(body, "_id", id), partitioned)
 		if err != nil {
 			return
 		}
@@ -325,7 +326,7 @@ func (g *Gateway) saveDDoc(rq *req, db string, doc []byte) error {
 		return err
 	}
 	if !d.Deleted {
-		if err := g.checkDesign(d.ID, d.Body); err != nil {
+		if err := g.checkDesign(rq, db, d.ID, d.Body); err != nil {
 			return err
 		}
 	}

@@ -40,6 +40,9 @@ type viewArgs struct {
 	updateSeq             bool
 	sorted                bool
 	update                string
+	// partition: a partition query (the path's /_partition/P, or the
+	// query string's partition=P)
+	partition string
 }
 
 func queryParseErr(reason string) error { return newErr(400, "query_parse_error", reason) }
@@ -187,6 +190,12 @@ func parseViewArgs(params []viewParam) (*viewArgs, error) {
 			a.updateSeq, err = boolean()
 		case "sorted":
 			a.sorted, err = boolean()
+		case "partition":
+			if !p.fromBody { // CouchDB reads it from the query string only
+				if err = checkPartition(v); err == nil {
+					a.partition = v
+				}
+			}
 		case "stable":
 			if v != "true" && v != "false" {
 				err = queryParseErr("Invalid value for `stable`.")
@@ -298,12 +307,12 @@ func (g *Gateway) handleDesignPath(rq *req, db, ddocID string, rest []string) er
 			return methodNotAllowed("GET,POST,HEAD") // CouchDB's answer to a view with no name
 		}
 		if len(rest) == 3 && rest[2] == "queries" {
-			return g.handleViewQueries(rq, db, ddocID, rest[1])
+			return g.handleViewQueries(rq, db, ddocID, rest[1], "")
 		}
 		if len(rest) > 2 {
 			return errMissing
 		}
-		return g.handleView(rq, db, ddocID, rest[1])
+		return g.handleView(rq, db, ddocID, rest[1], "")
 	case "_info":
 		return g.handleDesignInfo(rq, db, ddocID)
 	case "_show":
@@ -341,7 +350,7 @@ func (g *Gateway) loadDesign(rq *req, db, ddocID string) ([]byte, *views.Def, er
 	return body, def, nil
 }
 
-func (g *Gateway) handleView(rq *req, db, ddocID, view string) error {
+func (g *Gateway) handleView(rq *req, db, ddocID, view, partition string) error {
 	params := queryParams(rq)
 	switch rq.r.Method {
 	case http.MethodGet, http.MethodHead:
@@ -361,8 +370,14 @@ func (g *Gateway) handleView(rq *req, db, ddocID, view string) error {
 	if err != nil {
 		return err
 	}
+	if err := a.inPartition(partition); err != nil {
+		return err
+	}
 	ddoc, def, err := g.loadDesign(rq, db, ddocID)
 	if err != nil {
+		return err
+	}
+	if err := g.partitionLimit(rq, db, def, a); err != nil {
 		return err
 	}
 	w := &viewWriter{rw: newRowWriter(rq), rq: rq}
@@ -370,7 +385,7 @@ func (g *Gateway) handleView(rq *req, db, ddocID, view string) error {
 	return w.finish(err, "\r\n]}\n")
 }
 
-func (g *Gateway) handleViewQueries(rq *req, db, ddocID, view string) error {
+func (g *Gateway) handleViewQueries(rq *req, db, ddocID, view, partition string) error {
 	if rq.r.Method != http.MethodPost {
 		return methodNotAllowed("POST")
 	}
@@ -401,6 +416,12 @@ func (g *Gateway) handleViewQueries(rq *req, db, ddocID, view string) error {
 	all := make([]*viewArgs, len(body.Queries))
 	for i, q := range body.Queries {
 		if all[i], err = parseViewArgs(viewBodyParams(queryParams(rq), q)); err != nil {
+			return err
+		}
+		if err := all[i].inPartition(partition); err != nil {
+			return err
+		}
+		if err := g.partitionLimit(rq, db, def, all[i]); err != nil {
 			return err
 		}
 	}
@@ -515,6 +536,13 @@ func (g *Gateway) runView(rq *req, db, ddocID string, ddoc []byte, def *views.De
 		// [fields' values] -> null, its reduce _count
 		return newErr(500, "unknown_query_language", def.Language)
 	}
+	if def.Partitioned(g.isPartitioned(rq, db)) {
+		if a.partition == "" {
+			return queryParseErr("`partition` parameter is mandatory for queries to this view.")
+		}
+	} else if a.partition != "" {
+		return queryParseErr("`partition` parameter is not supported in this design doc")
+	}
 	v := def.Views[vi]
 	isReduce := v.Reduce != "" && a.reduce
 	if v.Reduce == "" && (a.group || a.groupLevel >= 0) {
@@ -605,6 +633,10 @@ func (g *Gateway) runView(rq *req, db, ddocID string, ddoc []byte, def *views.De
 		}
 		args := coordinator.ViewArgs{DDocID: ddocID, DDoc: ddoc, View: view, Start: rg[0], End: rg[1],
 			Descending: a.descending, Reduce: isReduce, GroupLevel: level, Update: a.update, Reducer: reducer, PageRows: page}
+		if a.partition != "" {
+			args.Partition = a.partition
+			args.Start, args.End = views.PartitionBounds(a.partition, rg[0], rg[1])
+		}
 		if ri > 0 {
 			args.Update = "false" // the first key's query brought the index up to date
 		}
@@ -790,10 +822,13 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 // checkDesign refuses a design doc CouchDB would refuse: views that do not
 // parse (views.ParseDesign) or functions that do not compile (400
 // compilation_error).
-func (g *Gateway) checkDesign(id string, body []byte) error {
+func (g *Gateway) checkDesign(rq *req, db, id string, body []byte) error {
 	def, err := views.ParseDesign(id, body)
 	if err != nil {
 		return err
+	}
+	if v, set := def.PartitionedOption(); set && v && !g.isPartitioned(rq, db) {
+		return newErr(400, "invalid_design_doc", "partitioned option cannot be true in a non-partitioned database.")
 	}
 	if def.Language != "javascript" || g.cfg.JS == nil {
 		return nil

@@ -43,7 +43,7 @@ func TestCreateWhileWritesAreBlocked(t *testing.T) {
 	defer func() { stop.Store(true); <-done }()
 	for i := range 40 {
 		name := "db" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		if _, err := c.Create(context.Background(), name, 4, nil, 1, nil); err != nil {
+		if _, err := c.Create(context.Background(), name, 4, nil, 1, nil, false); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		rec := c.record(name)

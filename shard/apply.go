@@ -258,7 +258,9 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		if perrr != nil {
 			return &pb.DocResult{Tag: d.Tag, Id: d.Id, Error: perrr}, nil
 		}
-		if !d.Deleted {
+		if !d.Deleted && int64(len(d.Body)) > winnerSize(info) {
+			// a write that grows its partition (a new doc, a bigger
+			// edit); a smaller edit or a deletion gets through
 			over, err := s.overflow(w, d.Id)
 			if err != nil {
 				return nil, err

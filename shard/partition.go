@@ -87,10 +87,11 @@ func (s *store) account(w *writer, meta *pb.ShardMeta, id string, d sizeDelta) {
 	pd.add(d)
 }
 
-// overflow reports whether a new_edits=true write of a live revision to
-// id's partition is refused: the partition's docs held max_partition_size
-// bytes or more when the group began (CouchDB checks the size before the
-// update and lets deletions and replicated writes through).
+// overflow reports whether a new_edits=true write that grows id's
+// partition is refused: the partition's docs held max_partition_size
+// bytes or more when the group began. CouchDB checks the size before the
+// update, so the write that crosses the limit is accepted; deletions,
+// edits that shrink a doc and replicated writes get through.
 func (s *store) overflow(w *writer, id string) (bool, error) {
 	if !s.partitioned || s.maxPartition == nil {
 		return false, nil

@@ -48,6 +48,26 @@ type Def struct {
 	// and lib are the same share one (an edit that changes only other
 	// members keeps it), as CouchDB's signature does.
 	Sig [16]byte
+	// partitionedOpt is options.partitioned when the doc sets it
+	partitionedOpt *bool
+}
+
+// Partitioned reports whether the design doc's indexes are partitioned in
+// a database that is partitioned (db) or not: in a partitioned database
+// every design doc is, unless its options.partitioned is false; in
+// another none is. A partitioned index keeps each partition's rows
+// together (PartitionBounds) and is queried one partition at a time.
+func (d *Def) Partitioned(db bool) bool {
+	return db && (d.partitionedOpt == nil || *d.partitionedOpt)
+}
+
+// PartitionedOption is options.partitioned: set reports whether the doc
+// has it.
+func (d *Def) PartitionedOption() (value, set bool) {
+	if d.partitionedOpt == nil {
+		return false, false
+	}
+	return *d.partitionedOpt, true
 }
 
 // SigHex is the signature as _info shows it.
@@ -85,6 +105,13 @@ func ParseDesign(id string, body []byte) (*Def, error) {
 		if err := json.Unmarshal(raw.Language, &d.Language); err != nil {
 			return nil, &DesignError{"invalid_design_doc", "`language` field must have string type"}
 		}
+	}
+	if v, ok := raw.Options["partitioned"]; ok {
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return nil, &DesignError{"invalid_design_doc", "`options.partitioned` field must have boolean type"}
+		}
+		d.partitionedOpt = &b
 	}
 	if len(raw.Views) == 0 || string(raw.Views) == "null" {
 		return d, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/couchjs"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard"
 	"github.com/settee/settee/storage"
 	"github.com/settee/settee/tasks"
 )
@@ -69,6 +70,9 @@ type index struct {
 	tasks      *tasks.Registry // nil: builds are not listed
 	refresh    func() bool     // the background refresh is on (nil: on)
 	shardName  string          // as _active_tasks names the copy
+	// partitioned: the rows of each partition are kept together under
+	// its key (Def.Partitioned; the copy's database is partitioned)
+	partitioned bool
 	// anchors are the views' committed count-bucket anchors, by view,
 	// loaded on a build's first use (counts.go); the indexer's goroutine
 	// alone touches them. nil after a failed or dropped write: read again.
@@ -140,7 +144,12 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 			last = info.Seq
 		}
 		at := docAt{id: info.Id, row: -1}
-		if !info.Deleted && (!strings.HasPrefix(info.Id, "_design/") || x.def.IncludeDesign()) {
+		mapped := !strings.HasPrefix(info.Id, "_design/") || x.def.IncludeDesign()
+		if x.partitioned {
+			// a partitioned index has the rows of partitioned docs only
+			mapped = shard.PartitionOf(info.Id) != ""
+		}
+		if !info.Deleted && mapped {
 			doc := couchdoc.Append(nil, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: r.Json, Atts: r.Atts},
 				&couchdoc.Options{Conflicts: true, LocalSeq: x.def.LocalSeq()})
 			at.row = len(docs)
@@ -197,7 +206,11 @@ func (x *index) step(ctx context.Context, cp checkpoint) (checkpoint, bool, erro
 						break
 					}
 					for n, e := range es {
-						suffix, err := rowSuffix(e.Key, d.id, n)
+						var part []byte
+						if x.partitioned {
+							part = partitionKey(shard.PartitionOf(d.id))
+						}
+						suffix, err := rowSuffix(part, e.Key, d.id, n)
 						if err != nil {
 							x.log.Warn("view: emit with a key that does not encode, skipped", "ddoc", x.def.ID, "view", x.def.Views[v].Name, "doc", d.id, "err", err)
 							continue

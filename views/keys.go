@@ -70,9 +70,34 @@ func (k keyspace) anchorPrefix(v int) []byte {
 	return binary.BigEndian.AppendUint16(k.sub(subAnchor, 2), uint16(v))
 }
 
-// rowSuffix is a row's key after the view prefix: key, doc id, emit number.
-func rowSuffix(key []byte, id string, n int) ([]byte, error) {
-	b, err := collate.AppendKey(make([]byte, 0, len(key)+len(id)+8), key)
+// partitionKey is the prefix of a partitioned index's rows of partition p:
+// the partition as a collated string, so that a partition's rows are one
+// key range, in key order within it.
+func partitionKey(p string) []byte {
+	j, _ := json.Marshal(p)
+	b, _ := collate.AppendKey(nil, j)
+	return b
+}
+
+// PartitionBounds turns a query's collated bounds (start inclusive, end
+// exclusive, nil for open) into those of partition p's rows in a
+// partitioned index.
+func PartitionBounds(p string, start, end []byte) ([]byte, []byte) {
+	pk := partitionKey(p)
+	s := append(append([]byte(nil), pk...), start...)
+	var e []byte
+	if end == nil {
+		e = append(append([]byte(nil), pk...), 0xff) // after every row of p: no tag is 0xff
+	} else {
+		e = append(append([]byte(nil), pk...), end...)
+	}
+	return s, e
+}
+
+// rowSuffix is a row's key after the view prefix: key, doc id, emit
+// number; a partitioned index's rows have their partition's key first.
+func rowSuffix(partition []byte, key []byte, id string, n int) ([]byte, error) {
+	b, err := collate.AppendKey(append(make([]byte, 0, len(partition)+len(key)+len(id)+8), partition...), key)
 	if err != nil {
 		return nil, err
 	}

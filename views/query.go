@@ -35,7 +35,10 @@ func (s *Service) Query(ctx context.Context, q *pb.ViewQuery) *pb.ViewReply {
 	if !ok {
 		return queryErr("not_found", "no such shard copy here")
 	}
-	ix, err := s.indexerFor(q.Shard, handle, changes, def)
+	// a partitioned index is queried one partition at a time (the
+	// gateway refuses a global query of one); what is read is the range
+	// the bounds give, its rows in partition order
+	ix, err := s.indexerFor(q.Shard, handle, changes, def, def.Partitioned(q.Partitioned))
 	if err != nil {
 		return queryErr("internal_error", err.Error())
 	}

@@ -299,7 +299,7 @@ func indexSignatures(txn *badger.Txn, handle uint32) [][16]byte {
 }
 
 // indexerFor is the running indexer of def on a copy, started if needed.
-func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, def *Def) (*indexer, error) {
+func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, def *Def, partitioned bool) (*indexer, error) {
 	k := idxKey{handle, def.Sig}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -329,7 +329,7 @@ func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, d
 	}
 	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes, refresh: s.cfg.BackgroundRefresh,
 		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite,
-		tasks: s.cfg.Tasks, shardName: shardName(ref)}
+		tasks: s.cfg.Tasks, shardName: shardName(ref), partitioned: partitioned}
 	ix, err := startIndexer(x, &s.wg)
 	if err != nil {
 		return nil, err

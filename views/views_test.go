@@ -94,9 +94,9 @@ func TestGroupKey(t *testing.T) {
 // continueFrom's bound for a descending page must include the row it
 // names and nothing above it.
 func TestContinueFrom(t *testing.T) {
-	a, _ := rowSuffix([]byte(`1`), "a", 0)
-	b, _ := rowSuffix([]byte(`1`), "a", 1)
-	c, _ := rowSuffix([]byte(`1`), "b", 0)
+	a, _ := rowSuffix(nil, []byte(`1`), "a", 0)
+	b, _ := rowSuffix(nil, []byte(`1`), "a", 1)
+	c, _ := rowSuffix(nil, []byte(`1`), "b", 0)
 	end := continueFrom(b, true)
 	if bytes.Compare(b, end) >= 0 || bytes.Compare(a, end) >= 0 || bytes.Compare(c, end) < 0 {
 		t.Errorf("descending bound %x: a %x b %x c %x", end, a, b, c)
