@@ -545,6 +545,27 @@ var partitionCouchCrashes = []viewStep{
 	{method: "GET", path: "/{db}/_partition/a/_design/js/_view/plain", status: 500},
 }
 
+// partitionSetteeAnswers are settee's answers where CouchDB crashes
+// (partitionCouchCrashes): the due 4xx for bad input, and a JavaScript
+// reduce in a partitioned view, which settee serves.
+var partitionSetteeAnswers = []viewStep{
+	{method: "PUT", path: "/{db}?partitioned=true&q=3", status: 201},
+	{method: "PUT", path: "/{db}-plain", status: 201},
+	{method: "PUT", path: "/{db}/a:1", body: `{"n":1}`, status: 201},
+	{method: "PUT", path: "/{db}/a:2", body: `{"n":1}`, status: 201},
+	{method: "PUT", path: "/{db}/b:1", body: `{"n":2}`, status: 201},
+	{method: "POST", path: "/{db}-plain/_index", body: `{"index":{"fields":["g"]},"partitioned":true}`, status: 400,
+		want: `{"error":"invalid_design_doc","reason":"partitioned option cannot be true in a non-partitioned database."}`},
+	{method: "POST", path: "/{db}/_partition/a/_find", body: `{"selector":{},"partition":"a"}`, status: 400,
+		want: "{\"error\":\"bad_request\",\"reason\":\"`partition` is not allowed in the body of a partition query\"}"},
+	{method: "GET", path: "/{db}/_shards/_design/x", status: 200, want: `{"range":"55555555-aaaaaaa9","nodes":["settee@127.0.0.1"]}`},
+	{method: "GET", path: "/{db}/_shards/a:zzz", status: 200, want: `{"range":"aaaaaaaa-ffffffff","nodes":["settee@127.0.0.1"]}`},
+	{method: "PUT", path: "/{db}/_design/js", body: `{"options":{"partitioned":true},"views":{"js":{"map":"function (doc) { emit(doc.n, 1); }","reduce":"function (k, v, re) { return sum(v); }"},"plain":{"map":"function (doc) { emit(doc.n, 1); }"}}}`, status: 201},
+	{method: "GET", path: "/{db}/_partition/a/_design/js/_view/plain", status: 200, want: `{"total_rows":2,"offset":0,"rows":[{"id":"a:1","key":1,"value":1},{"id":"a:2","key":1,"value":1}]}`},
+	{method: "GET", path: "/{db}/_partition/a/_design/js/_view/js", status: 200, want: `{"rows":[{"key":null,"value":2}]}`},
+	{method: "GET", path: "/{db}/_partition/b/_design/js/_view/js?group=true", status: 200, want: `{"rows":[{"key":2,"value":1}]}`},
+}
+
 // checkPartitionExtras checks what the steps' whole-JSON wants cannot:
 // the welcome's features, the dbs' props among members that vary, the
 // sizes of an empty and of a full partition, and the _changes of a
@@ -628,6 +649,7 @@ func TestPartition(t *testing.T) {
 	s := testserver.Start(t)
 	runViewSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ptdb", partitionSteps)
 	checkPartitionExtras(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ptdb")
+	runViewSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ptcrash", partitionSetteeAnswers)
 }
 
 func TestPartitionAsCouchDB(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/settee/settee/coordinator"
 	pb "github.com/settee/settee/proto"
@@ -40,7 +41,8 @@ func (g *Gateway) handleShards(rq *req, db string, rest []string) error {
 		return out
 	}
 	if len(rest) > 0 && rest[0] != "" {
-		r := ranges[coordinator.RangeOf(ranges, rest[0])]
+		// a design doc's id has its slash: /_shards/_design/x is _design/x
+		r := ranges[coordinator.RangeOf(ranges, strings.Join(rest, "/"))]
 		return g.writeJSON(rq, 200, map[string]any{"range": rangeName(r), "nodes": nodes(r)})
 	}
 	out := map[string][]string{}
