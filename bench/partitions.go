@@ -357,16 +357,16 @@ func (p *partitionsRun) run(ctx context.Context) error {
 	// 3-4. the builds
 	reps := p.shardReps(ctx)
 	var err error
-	if res.ViewBuild, err = p.build(ctx, p.part, http.MethodPut, p.part.dbPath+"/_design/"+partDDoc, partDDocBody(), qs.view.firstPart(reps)); err != nil {
+	if res.ViewBuild, err = p.build(ctx, http.MethodPut, p.part.dbPath+"/_design/"+partDDoc, partDDocBody(), qs.view.firstPart(reps)); err != nil {
 		return err
 	}
-	if res.GlobalViewBuild, err = p.build(ctx, p.global, http.MethodPut, p.global.dbPath+"/_design/"+partDDoc, globalDDocBody(), qs.view.global[:1]); err != nil {
+	if res.GlobalViewBuild, err = p.build(ctx, http.MethodPut, p.global.dbPath+"/_design/"+partDDoc, globalDDocBody(), qs.view.global[:1]); err != nil {
 		return err
 	}
-	if res.MangoBuild, err = p.build(ctx, p.part, http.MethodPost, p.part.dbPath+"/_index", partMangoIndexBody(), qs.find.firstPart(reps)); err != nil {
+	if res.MangoBuild, err = p.build(ctx, http.MethodPost, p.part.dbPath+"/_index", partMangoIndexBody(), qs.find.firstPart(reps)); err != nil {
 		return err
 	}
-	if res.GlobalMangoBuild, err = p.build(ctx, p.global, http.MethodPost, p.global.dbPath+"/_index", globalMangoIndexBody(), qs.find.global[:1]); err != nil {
+	if res.GlobalMangoBuild, err = p.build(ctx, http.MethodPost, p.global.dbPath+"/_index", globalMangoIndexBody(), qs.find.global[:1]); err != nil {
 		return err
 	}
 	// the finds' plans: each on its index, not _all_docs
@@ -635,7 +635,7 @@ func globalMangoIndexBody() []byte {
 // goes on, counted and sent again, as the views workload's build does. The
 // time runs from before the write: CouchDB's background indexer may start
 // on it. The first answers are not checked: the timed phases check theirs.
-func (p *partitionsRun) build(ctx context.Context, r *runner, method, path string, body []byte, first []pquery) (PartitionsBuild, error) {
+func (p *partitionsRun) build(ctx context.Context, method, path string, body []byte, first []pquery) (PartitionsBuild, error) {
 	b := PartitionsBuild{Queries: len(first)}
 	ctx, cancel := context.WithTimeout(ctx, buildCap)
 	defer cancel()
