@@ -80,6 +80,9 @@ type Config struct {
 	// NewDocs is how many docs the views workload writes before its last
 	// timed query (the incremental index update); 0 means 1000.
 	NewDocs int
+	// Partitions is how many partitions the partitions workload spreads
+	// its docs over; 0 means DefaultPartitions.
+	Partitions int
 }
 
 // Values of Config.WriterDB.
@@ -124,6 +127,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "", "compaction workload: the server's data directory, to measure its bytes on disk")
 	fs.IntVar(&c.Lookups, "lookups", 0, "views workload: key lookups with include_docs, --concurrency at a time (default 2000)")
 	fs.IntVar(&c.NewDocs, "new-docs", 0, "views workload: docs written before the last timed query (default 1000)")
+	fs.IntVar(&c.Partitions, "partitions", 0, "partitions workload: partitions the docs are spread over (default 100)")
 	fs.StringVar(&c.WriterDB, "writer-db", WriterSame, "compaction workload: the concurrent writer PUTs into the compacted database (same) or another one (other), or there is none (none)")
 }
 
@@ -184,8 +188,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: --%s must be at least 1, got %d", ErrConfig, f.name, f.v)
 		}
 	}
-	if c.Lookups < 0 || c.NewDocs < 0 {
-		return fmt.Errorf("%w: --lookups and --new-docs must not be negative", ErrConfig)
+	if c.Lookups < 0 || c.NewDocs < 0 || c.Partitions < 0 {
+		return fmt.Errorf("%w: --lookups, --new-docs and --partitions must not be negative", ErrConfig)
 	}
 	if c.Q < 0 || c.N < 0 {
 		return fmt.Errorf("%w: --q and --n must not be negative", ErrConfig)

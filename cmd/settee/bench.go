@@ -18,7 +18,7 @@ func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
 	if f := fs.Lookup("workload"); f != nil {
-		f.Usage += `; or "mango" (a Mango index on [g, v]: its build, equality and range _finds, a find no index serves; --docs default 20000, --lookups the equality finds, default 2000)`
+		f.Usage += `; or "mango" (a Mango index on [g, v]: its build, equality and range _finds, a find no index serves; --docs default 20000, --lookups the equality finds, default 2000); or "partitions" (the same view, _all_docs and _find queries within a partition on a partitioned and on a global db, q=8 unless --q; --docs default 20000 in each, --partitions default 100, --lookups the queries of each kind on each db, default 1000)`
 	}
 	fsyncDir := fs.String("fsync-dir", "", "instead of the workload, measure 4 KB write+fdatasync cycles per second in this directory (the ceiling for sequential durable updates)")
 	if err := fs.Parse(args); err != nil {
@@ -66,8 +66,17 @@ func runBench(args []string) error {
 			cfg.Docs = bench.MangoDocs
 		}
 		_, err = bench.RunMango(ctx, cfg, os.Stdout, os.Stderr)
+	case bench.WorkloadPartitions:
+		// the issue's shape: q=8 (RunPartitions' default), 20000 medium
+		// docs in each db
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["docs"] {
+			cfg.Docs = bench.PartitionsDocs
+		}
+		_, err = bench.RunPartitions(ctx, cfg, os.Stdout, os.Stderr)
 	default:
-		return fmt.Errorf("bench: unknown workload %q (want fabric, compaction, views or mango)", cfg.Workload)
+		return fmt.Errorf("bench: unknown workload %q (want fabric, compaction, views, mango or partitions)", cfg.Workload)
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
