@@ -6,6 +6,7 @@ import (
 
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
+	"github.com/settee/settee/shard"
 )
 
 // Outcome is the coordinator's answer for one doc of a write.
@@ -31,6 +32,16 @@ func (c *Coordinator) UpdateDocs(ctx context.Context, db string, docs []*pb.DocU
 	}
 	if w < 1 {
 		w = int(rec.N)/2 + 1
+	}
+	if rec.Partitioned {
+		// every writer's check (the gateway's answers first, with its
+		// own order of errors): a doc of no partition would be placed
+		// by its whole id and found by no partition query
+		for _, d := range docs {
+			if e := shard.CheckPartitionedID(d.Id); e != nil {
+				return nil, e
+			}
+		}
 	}
 	per := make([][]*pb.DocUpdate, len(ranges))
 	for _, d := range docs {
@@ -127,4 +138,20 @@ func hashRevs(docs []*pb.DocUpdate) {
 		}
 		d.RevHash = revtree.NewRevHash(d.Deleted, parent, d.Body, nil)
 	}
+}
+
+// CheckPartitionedIDs refuses, in a partitioned database, an id that no
+// partitioned doc can have (shard.CheckPartitionedID); nil in another
+// database.
+func (c *Coordinator) CheckPartitionedIDs(ctx context.Context, db string, ids []string) error {
+	rec, err := c.pl.Lookup(ctx, db)
+	if err != nil || !rec.Partitioned {
+		return err
+	}
+	for _, id := range ids {
+		if e := shard.CheckPartitionedID(id); e != nil {
+			return e
+		}
+	}
+	return nil
 }

@@ -37,17 +37,8 @@ func (g *Gateway) checkWriteID(rq *req, db, id string) error {
 
 // checkPartitionedID applies couch_partition's rules to a checked doc id.
 func checkPartitionedID(id string) error {
-	if strings.HasPrefix(id, "_design/") || strings.HasPrefix(id, "_local/") {
-		return nil
-	}
-	p, rest, ok := strings.Cut(id, ":")
-	switch {
-	case !ok:
-		return errNotPartitionForm
-	case p == "":
-		return newErr(400, "illegal_partition", "Partition must not be empty")
-	case rest == "":
-		return errDocIDEmpty
+	if e := shard.CheckPartitionedID(id); e != nil {
+		return e
 	}
 	return nil
 }

@@ -30,9 +30,9 @@ import (
 // the partition's docs; a global view (options.partitioned:false) of the
 // same database answers every partition's. With n=3: the node-local
 // couchdb/max_partition_size refuses a write (403 partition_overflow)
-// when every copy's node has the limit; with the limit on one node only
-// the other copies take the write and internal replication brings it to
-// that node's copy. Then a node stops (with n=2 the one holding the most
+// when every copy's node has the limit; with the limit on two nodes the
+// one copy left takes it (202), with the limit on one node the other two
+// (201), and internal replication brings it to the copies that refused. Then a node stops (with n=2 the one holding the most
 // of the partitions' ranges, so that their queries are answered by the
 // one copy left): the same answers through the other two, at once;
 // writes of new docs, edits and deletes in partitions are taken (201 or
@@ -763,9 +763,10 @@ func pcInfos(c *testcluster.Cluster, i int, db string) (string, error) {
 // pcMaxPartition checks couchdb/max_partition_size, a node's own setting
 // that holds back the writes to the copies on that node: with the limit
 // on every node a write to a full partition is 403 through every node
-// (other partitions written as ever); with it on one node only, the
-// copies on the others take the write and internal replication brings
-// it to that node's copy.
+// (other partitions written as ever); with it on two nodes the third
+// copy takes the write, fewer than the quorum (202); with it on one node
+// the other two copies take it (201); internal replication brings those
+// writes to the copies that refused them.
 func pcMaxPartition(t *testing.T, c *testcluster.Cluster, db string, m *pcModel) {
 	t.Helper()
 	setLimit := func(i int, v string) {
@@ -819,7 +820,7 @@ func pcMaxPartition(t *testing.T, c *testcluster.Cluster, db string, m *pcModel)
 			t.Errorf("PUT %s through %s with every node's limit at 1000: %d %s, want 403 %s", id, c.Name(i), st, b, want)
 		}
 		// _bulk_docs: per doc; another partition is written
-		other := m.newDoc(pcParts[i], 3000+i)
+		other := m.newDoc(pcParts[i], 7000+i)
 		st, b = c.Do(i, "POST", "/"+db+"/_bulk_docs", fmt.Sprintf(`{"docs":[{"_id":%q},{"_id":%q,"n":%d,"g":%q}]}`, id, other.id, other.n, other.g))
 		var res []bulkResult
 		if st != 201 || json.Unmarshal(b, &res) != nil || len(res) != 2 || res[0].Error != "partition_overflow" || res[1].Error != "" || res[1].ID != other.id {
@@ -831,23 +832,30 @@ func pcMaxPartition(t *testing.T, c *testcluster.Cluster, db string, m *pcModel)
 	if t.Failed() {
 		t.FailNow()
 	}
-	// the limit on the first node only: the write is taken by the other
-	// two copies (a quorum), and reaches the first's by internal replication
-	setLimit(1, "")
+	// the limit on the first two nodes: one copy takes the write, fewer
+	// than the quorum (202), and internal replication brings it to the
+	// others (a replicated write is not held back)
 	setLimit(2, "")
-	for _, i := range []int{0, 1} {
-		id := fmt.Sprintf("big:g%d", i)
+	put := func(i int, id string, want int) {
+		t.Helper()
 		st, b := c.Do(i, "PUT", "/"+db+"/"+id, `{"v":1}`)
 		var r bulkResult
-		if st != 201 || json.Unmarshal(b, &r) != nil {
-			t.Fatalf("PUT %s through %s with only %s's limit: %d %s, want 201", id, c.Name(i), c.Name(0), st, b)
+		if st != want || json.Unmarshal(b, &r) != nil || !r.OK {
+			t.Fatalf("PUT %s through %s: %d %s, want %d", id, c.Name(i), st, b, want)
 		}
 		m.docs[id] = &pcDoc{id: id, p: "big", rev: r.Rev, plain: true}
 	}
+	put(2, "big:a2", 202)
+	put(0, "big:a0", 202)
+	// the limit on the first node only: the other two copies take the
+	// write (a quorum: 201), and it reaches the first's the same way
+	setLimit(1, "")
+	put(0, "big:g0", 201)
+	put(1, "big:g1", 201)
 	setLimit(0, "")
 	began := time.Now()
 	for i := range c.Nodes {
 		c.WaitFor(30*time.Second, func() error { return pcCheck(c, i, db, m) })
 	}
-	t.Logf("max_partition_size: the writes to big refused by %s's copy show through every node after %v", c.Name(0), time.Since(began).Round(time.Millisecond))
+	t.Logf("max_partition_size: the writes to big that copies refused show through every node after %v", time.Since(began).Round(time.Millisecond))
 }

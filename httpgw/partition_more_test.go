@@ -154,6 +154,8 @@ func compactPurgeSeed(c caller, db string) (revs, bodies map[string]string) {
 		revs[id] = pmDelete(c, db, id, revs[id])
 		delete(bodies, id)
 	}
+	// carol:c in conflict: two leaves, 1-bbbb the winner
+	pmCall(c, 201, "POST", "/"+db+"/_bulk_docs", `{"new_edits":false,"docs":[{"_id":"carol:c","_rev":"1-aaaa","v":"a"},{"_id":"carol:c","_rev":"1-bbbb","v":"bbbbbbbbbb"}]}`, nil)
 	return revs, bodies
 }
 
@@ -166,22 +168,24 @@ func partitionCompactPurge(t *testing.T, base, user, pw string) {
 	revs, bodies := compactPurgeSeed(c, db)
 	parts := []string{"alice", "bob", "carol", "nobody"}
 	before := pmParts(c, db, parts)
-	// what the seed makes: 5 docs each, alice one deleted, bob two
-	for p, want := range map[string][2]int{"alice": {4, 1}, "bob": {3, 2}, "carol": {5, 0}, "nobody": {0, 0}} {
+	// what the seed makes: 5 docs each, alice one deleted, bob two,
+	// carol a sixth in conflict
+	for p, want := range map[string][2]int{"alice": {4, 1}, "bob": {3, 2}, "carol": {6, 0}, "nobody": {0, 0}} {
 		if got := before[p]; got.DocCount != want[0] || got.DocDelCount != want[1] {
 			t.Errorf("%s before compaction: doc_count %d doc_del_count %d, want %d and %d", p, got.DocCount, got.DocDelCount, want[0], want[1])
 		}
 	}
-	// external is the live docs' JSON bodies, a deleted doc's {} (2)
-	for p, dels := range map[string]int64{"alice": 1, "bob": 2, "carol": 0} {
-		want := 2 * dels
+	// CouchDB's external is the JSON bodies of every leaf of every doc:
+	// a deleted leaf's {} (2), both leaves of carol:c (9 and 18)
+	for p, extra := range map[string]int64{"alice": 2, "bob": 2 * 2, "carol": 9 + 18} {
+		want := extra
 		for id, b := range bodies {
 			if strings.HasPrefix(id, p+":") {
 				want += int64(len(b))
 			}
 		}
 		if got := before[p].Sizes.External; got != want {
-			t.Errorf("%s before compaction: external %d, want %d", p, got, want)
+			t.Errorf("%s before compaction: external %d, want %d (CouchDB's: every leaf's body, a deleted one's {} too)", p, got, want)
 		}
 	}
 	t.Logf("before compaction: %+v", before)
@@ -222,8 +226,10 @@ func partitionCompactPurge(t *testing.T, base, user, pw string) {
 	var pr struct {
 		Purged map[string][]string `json:"purged"`
 	}
-	pmCall(c, 201, "POST", "/"+db+"/_purge", fmt.Sprintf(`{"alice:5":[%q],"bob:2":[%q]}`, revs["alice:5"], revs["bob:2"]), &pr)
-	if !slices.Equal(pr.Purged["alice:5"], []string{revs["alice:5"]}) || !slices.Equal(pr.Purged["bob:2"], []string{revs["bob:2"]}) {
+	// and carol:c's winning leaf
+	pmCall(c, 201, "POST", "/"+db+"/_purge", fmt.Sprintf(`{"alice:5":[%q],"bob:2":[%q],"carol:c":["1-bbbb"]}`, revs["alice:5"], revs["bob:2"]), &pr)
+	if !slices.Equal(pr.Purged["alice:5"], []string{revs["alice:5"]}) || !slices.Equal(pr.Purged["bob:2"], []string{revs["bob:2"]}) ||
+		!slices.Equal(pr.Purged["carol:c"], []string{"1-bbbb"}) {
 		t.Errorf("purged %v", pr.Purged)
 	}
 	purged := pmParts(c, db, parts)
@@ -242,6 +248,13 @@ func partitionCompactPurge(t *testing.T, base, user, pw string) {
 	wantAfter["bob"] = b
 	for _, p := range parts {
 		g, w := purged[p], wantAfter[p]
+		// CouchDB 3.5.2 leaves a doc's sizes as they were when a purge
+		// takes one leaf of it and keeps the doc (carol:c): carol's
+		// external is 18 too high until the next compaction. Its
+		// figure after that is checked below.
+		if p == "carol" {
+			w.Sizes.External = g.Sizes.External
+		}
 		if g.DocCount != w.DocCount || g.DocDelCount != w.DocDelCount || g.Sizes.External != w.Sizes.External {
 			t.Errorf("%s after purge: doc_count %d doc_del_count %d external %d, want %d, %d, %d",
 				p, g.DocCount, g.DocDelCount, g.Sizes.External, w.DocCount, w.DocDelCount, w.Sizes.External)
@@ -252,17 +265,33 @@ func partitionCompactPurge(t *testing.T, base, user, pw string) {
 	}
 	pmCall(c, 404, "GET", "/"+db+"/bob:2", "", nil)
 	pmCall(c, 404, "GET", "/"+db+"/alice:5", "", nil)
+	pmCall(c, 200, "GET", "/"+db+"/carol:c", "", &doc)
+	if doc["_rev"] != "1-aaaa" {
+		t.Errorf("carol:c after its winner's purge: rev %v, want 1-aaaa", doc["_rev"])
+	}
 	pmCall(c, 200, "GET", "/"+db+"/_partition/bob/_all_docs", "", &all)
 	if len(all.Rows) != 2 {
 		t.Errorf("bob's _all_docs after purge: %d rows, want 2", len(all.Rows))
 	}
-	// a compaction after the purge changes nothing either
+	// a compaction after the purge changes no counts, nor alice's and
+	// bob's external; carol's is then her live docs' and carol:c's
+	// leaf left, 1-aaaa's 9 bytes
 	pmCompact(c, db)
 	again := pmParts(c, db, parts)
+	delete(bodies, "bob:2")
 	for _, p := range parts {
 		g, w := again[p], purged[p]
+		if p == "carol" {
+			w.Sizes.External = 9
+			for id, b := range bodies {
+				if strings.HasPrefix(id, "carol:") {
+					w.Sizes.External += int64(len(b))
+				}
+			}
+		}
 		if g.DocCount != w.DocCount || g.DocDelCount != w.DocDelCount || g.Sizes.External != w.Sizes.External {
-			t.Errorf("%s after purge and compaction: %+v, want counts and external of %+v", p, g, w)
+			t.Errorf("%s after purge and compaction: doc_count %d doc_del_count %d external %d, want %d, %d, %d",
+				p, g.DocCount, g.DocDelCount, g.Sizes.External, w.DocCount, w.DocDelCount, w.Sizes.External)
 		}
 	}
 }
@@ -409,7 +438,7 @@ func partitionReplication(t *testing.T, base, user, pw string, endpoints map[str
 	c := caller{t, base, user, pw}
 	// the partitioned source: alice, bob, a deleted doc, a global design
 	// doc, a _local doc
-	pmCall(c, 201, "PUT", "/rsrc?partitioned=true", "", nil)
+	pmCall(c, 201, "PUT", "/rsrc?partitioned=true&q=3", "", nil)
 	var docs []string
 	for i := 1; i <= 6; i++ {
 		docs = append(docs, fmt.Sprintf(`{"_id":"alice:%d","n":%d}`, i, i), fmt.Sprintf(`{"_id":"bob:%d","n":%d,"pad":"%s"}`, i, i, strings.Repeat("b", i*10)))
@@ -432,6 +461,12 @@ func partitionReplication(t *testing.T, base, user, pw string, endpoints map[str
 	// the plain source with ids of no partition beside partitioned ones
 	pmCall(c, 201, "PUT", "/rmixed", "", nil)
 	pmCall(c, 201, "POST", "/rmixed/_bulk_docs", `{"docs":[{"_id":"alice:1","n":1},{"_id":"nocolon","n":2},{"_id":"bob:1","n":3},{"_id":"alsonone","n":4},{"_id":"carol:1","n":5}]}`, nil)
+
+	// what the replicator reads: the _changes of the partitioned source,
+	// whole, filtered and by pages, has every doc once
+	t.Run("changes", func(t *testing.T) {
+		partitionChanges(caller{t, base, user, pw}, "rsrc", append(slices.Clone(srcIDs), "alice:del"))
+	})
 
 	for kind, ep := range endpoints {
 		t.Run(kind, func(t *testing.T) {
@@ -463,8 +498,6 @@ func partitionReplication(t *testing.T, base, user, pw string, endpoints map[str
 				t.Errorf("(a) target's _partition/alice: %+v", e)
 			}
 			// the deleted doc came, the _local one did not
-			dresp, db := c.do("GET", "/"+tgt+"/alice:del?deleted=true", "", nil)
-			t.Logf("SCRATCH deleted=true: %d %s", dresp.StatusCode, db)
 			var del struct {
 				Deleted bool `json:"_deleted"`
 			}
@@ -499,21 +532,18 @@ func partitionReplication(t *testing.T, base, user, pw string, endpoints map[str
 				t.Errorf("(b) target's bob _all_docs: %d rows, want 6", len(all.Rows))
 			}
 
-			// (c) plain with ids of no partition -> partitioned: those
-			// fail (doc_write_failures), the others arrive
+			// (c) plain with ids of no partition -> partitioned. CouchDB
+			// 3.5.2: the target's _revs_diff refuses the batch (400
+			// illegal_docid), the replication fails (500, reason
+			// revs_diff_failed): nothing of the batch is written, the
+			// docs with a partition neither
 			tgt = "rtgtc-" + kind
 			pmCall(c, 201, "PUT", "/"+tgt+"?partitioned=true", "", nil)
 			resp, b := c.do("POST", "/_replicate", fmt.Sprintf(`{"source":%q,"target":%q}`, ep("rmixed"), ep(tgt)), nil)
 			got := pmIDs(c, tgt)
-			var res repResult
-			_ = json.Unmarshal([]byte(b), &res)
 			t.Logf("(c) POST /_replicate: %d %s; target has %q", resp.StatusCode, b, got)
-			want := []string{"alice:1", "bob:1", "carol:1"}
-			ok := resp.StatusCode == 200 && res.OK && len(res.History) > 0 &&
-				res.History[0].DocsWritten == 3 && res.History[0].DocWriteFailures == 2 && slices.Equal(got, want)
-			if !ok {
-				t.Errorf("(c) replicate ids without a partition into a partitioned db: %d %s, target %q; want ok, docs_written 3, doc_write_failures 2, target %q",
-					resp.StatusCode, b, got, want)
+			if resp.StatusCode != 500 || !strings.Contains(b, "illegal_docid") || len(got) != 0 {
+				t.Errorf("(c) replicate ids of no partition into a partitioned db: %d %s, target %q; want 500 (illegal_docid), nothing written", resp.StatusCode, b, got)
 			}
 		})
 	}
@@ -546,3 +576,90 @@ func TestPartitionReplicationAsCouchDB(t *testing.T) {
 // smallVlogPM makes badger's value-log files 1 MB (compact_test.go's
 // smallVlog, which -race builds do not have).
 func smallVlogPM(c *node.Config) { c.ValueLogFileMB = 1 }
+
+// partitionChanges checks that each _changes of db lists its docs once:
+// all holds the ids of every doc, deleted ones too.
+func partitionChanges(c caller, db string, all []string) {
+	t := c.t
+	all = slices.Sorted(slices.Values(all))
+	ids := func(ch changes) []string {
+		var got []string
+		for _, r := range ch.Results {
+			got = append(got, r.ID)
+		}
+		slices.Sort(got)
+		return got
+	}
+	pick := func(pred func(id string) bool) []string {
+		var w []string
+		for _, id := range all {
+			if pred(id) {
+				w = append(w, id)
+			}
+		}
+		return w
+	}
+	n := func(id string) int {
+		var k int
+		if _, err := fmt.Sscanf(id[strings.IndexByte(id, ':')+1:], "%d", &k); err != nil {
+			return -1
+		}
+		return k
+	}
+	docIDs := `["alice:1","bob:2","alice:del","nosuch:1"]`
+	for _, tc := range []struct {
+		name, method, path, body string
+		want                     []string
+	}{
+		{"all", "GET", "/_changes", "", all},
+		{"style=all_docs", "GET", "/_changes?style=all_docs", "", all},
+		{"_selector", "POST", "/_changes?filter=_selector", `{"selector":{"n":{"$gt":3}}}`,
+			pick(func(id string) bool { return id != "alice:del" && n(id) > 3 })},
+		{"_selector by _id", "POST", "/_changes?filter=_selector", `{"selector":{"_id":{"$gt":"bob:"}}}`,
+			pick(func(id string) bool { return strings.HasPrefix(id, "bob:") })},
+		{"_doc_ids POST", "POST", "/_changes?filter=_doc_ids", `{"doc_ids":` + docIDs + `}`, []string{"alice:1", "alice:del", "bob:2"}},
+		{"_doc_ids GET", "GET", "/_changes?filter=_doc_ids&doc_ids=" + url.QueryEscape(docIDs), "", []string{"alice:1", "alice:del", "bob:2"}},
+		{"_design", "GET", "/_changes?filter=_design", "", []string{"_design/g"}},
+	} {
+		var ch changes
+		pmCall(c, 200, tc.method, "/"+db+tc.path, tc.body, &ch)
+		if got := ids(ch); !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s: ids %q, want %q (each once)", tc.method, tc.path, got, tc.want)
+		}
+	}
+	// by pages of 4, each since the page before's last_seq
+	var got []string
+	since := "0"
+	for range 20 {
+		var ch changes
+		pmCall(c, 200, "GET", "/"+db+"/_changes?limit=4&since="+url.QueryEscape(since), "", &ch)
+		if len(ch.Results) == 0 {
+			break
+		}
+		for _, r := range ch.Results {
+			got = append(got, r.ID)
+		}
+		since = ch.LastSeq
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, all) {
+		t.Errorf("_changes by pages of 4: ids %q, want %q (each once)", got, all)
+	}
+	// a filtered feed by pages as well
+	got, since = nil, "0"
+	for range 20 {
+		var ch changes
+		pmCall(c, 200, "POST", "/"+db+"/_changes?filter=_selector&limit=2&since="+url.QueryEscape(since), `{"selector":{"n":{"$gt":3}}}`, &ch)
+		if len(ch.Results) == 0 {
+			break
+		}
+		for _, r := range ch.Results {
+			got = append(got, r.ID)
+		}
+		since = ch.LastSeq
+	}
+	slices.Sort(got)
+	if want := pick(func(id string) bool { return id != "alice:del" && n(id) > 3 }); !slices.Equal(got, want) {
+		t.Errorf("_changes?filter=_selector by pages of 2: ids %q, want %q (each once)", got, want)
+	}
+}

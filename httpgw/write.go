@@ -77,11 +77,12 @@ func docUpdateMP(tag uint32, id string, d *docjson.Doc, newEdits bool, mp *couch
 var errNewEditsNoRev = badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
 
 // unstoredRev reports a rev that CouchDB's parse_rev takes (digits, a dash,
-// any hash) but no rev tree holds: generation 0 or an empty hash ("2-"),
-// which settee's rev parser refuses. CouchDB answers an edit of it as a
-// conflict and a read of it as missing, not as a bad rev.
+// any hash) but no rev tree holds: generation 0, which settee's rev parser
+// refuses. CouchDB answers an edit of it as a conflict and a read of it as
+// missing, not as a bad rev. (An empty hash, "2-", is a rev like another:
+// CouchDB stores one a replication writes, and so does settee.)
 func unstoredRev(s string) bool {
-	pos, hash, ok := strings.Cut(s, "-")
+	pos, _, ok := strings.Cut(s, "-")
 	if !ok || pos == "" {
 		return false
 	}
@@ -90,7 +91,7 @@ func unstoredRev(s string) bool {
 			return false
 		}
 	}
-	return hash == "" || strings.TrimLeft(pos, "0") == ""
+	return strings.TrimLeft(pos, "0") == ""
 }
 
 // validRev is a rev CouchDB's parse_rev takes: settee's format, or one

@@ -198,6 +198,11 @@ func (e *LocalEndpoint) RevsDiff(ctx context.Context, revs map[string][]string) 
 	for id := range revs {
 		ids = append(ids, id)
 	}
+	if err := e.c.CheckPartitionedIDs(ctx, e.db, ids); err != nil {
+		// as a partitioned CouchDB's _revs_diff: the batch, and the
+		// replication, fail
+		return nil, e.wrap(err)
+	}
 	infos, err := e.c.GetDocInfos(ctx, e.db, ids)
 	if err != nil {
 		return nil, e.wrap(err)

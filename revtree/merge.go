@@ -11,7 +11,7 @@ func validPath(path []Rev) bool {
 		return false
 	}
 	for i, r := range path {
-		if r.Hash == "" || r.Pos != path[0].Pos-uint64(i) {
+		if r.Pos != path[0].Pos-uint64(i) {
 			return false
 		}
 	}

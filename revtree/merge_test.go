@@ -186,8 +186,11 @@ func TestAddPath(t *testing.T) {
 		{name: "gap in generations", invalid: true, info: build(t, "1-a"), path: revs("3-c 1-a")},
 		{name: "oldest first", invalid: true, info: build(t, "1-a"), path: revs("1-a 2-b")},
 		{name: "generation zero", invalid: true, info: build(t, "1-a"), path: []Rev{{1, "b"}, {0, "z"}}},
-		{name: "empty hash", invalid: true, info: build(t, "1-a"), path: []Rev{{2, ""}, {1, "a"}}},
-		{name: "empty hash in history", invalid: true, info: build(t, "1-a"), path: []Rev{{3, "c"}, {2, ""}, {1, "a"}}},
+		// an empty hash is a rev like another (CouchDB stores "2-")
+		{name: "empty hash", info: build(t, "1-a"), path: []Rev{{2, ""}, {1, "a"}}, added: true,
+			want: []string{"1-a< body", "2-<1-a body"}},
+		{name: "empty hash in history", info: build(t, "1-a"), path: []Rev{{3, "c"}, {2, ""}, {1, "a"}}, added: true,
+			want: []string{"1-a< body", "2-<1-a", "3-c<2- body"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,11 +61,9 @@ func ParseRevID(id string) (string, error) {
 }
 
 // normHash validates a hash and lowercases a 32-char hex hash; it allocates
-// only when the input holds uppercase hex.
+// only when the input holds uppercase hex. An empty hash is one: CouchDB's
+// parse_rev takes "1-" and a replication can store it.
 func normHash(h string) (string, bool) {
-	if h == "" {
-		return "", false
-	}
 	if len(h) != 32 {
 		return h, true
 	}

@@ -348,7 +348,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 		}
 	}
 	leaf = path[0]
-	oldExt, oldLeaves, oldInfo, oldRec := winnerSize(info), leafBytes(info), 0, 0
+	oldLeaves, oldInfo, oldRec := leafBytes(info), 0, 0
 	if existed {
 		oldInfo, oldRec = infoLen, len(encodeInfo(nil, seqRecord(info)))
 	}
@@ -383,7 +383,9 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	ib := encodeInfo(nil, info)
 	sb := encodeInfo(nil, seqRecord(info))
 	delta := countDelta(existed, oldDeleted, true, info.Deleted)
-	delta.ext = winnerSize(info) - oldExt
+	// external: every leaf's body, a deleted one's too ({} is 2 bytes),
+	// as CouchDB counts a doc's size
+	delta.ext = leafBytes(info) - oldLeaves
 	// active: leaf bodies, the doc info and its by-seq record
 	delta.act = leafBytes(info) - oldLeaves + int64(len(ib)-oldInfo) + int64(len(sb)-oldRec)
 	s.account(w, meta, d.Id, delta)
@@ -543,8 +545,7 @@ func seqRecord(info *pb.FullDocInfo) *pb.FullDocInfo {
 	return rec
 }
 
-// winnerSize is the body size of a doc's winning rev when it is live: what
-// sizes.external counts.
+// winnerSize is the body size of a doc's winning rev when it is live.
 func winnerSize(info *pb.FullDocInfo) int64 {
 	if info == nil || info.Deleted {
 		return 0

@@ -30,6 +30,26 @@ func PartitionOf(id string) string {
 	return p
 }
 
+// CheckPartitionedID applies couch_partition's rules to the id of a doc
+// written to a partitioned database (an id CouchDB's general rules
+// accept): design and local docs are exempt; another needs a partition
+// and a doc id, "p:docid". nil when it passes.
+func CheckPartitionedID(id string) *pb.Error {
+	if strings.HasPrefix(id, "_design/") || strings.HasPrefix(id, "_local/") {
+		return nil
+	}
+	p, rest, ok := strings.Cut(id, ":")
+	switch {
+	case !ok:
+		return perr("illegal_docid", "Doc id must be of form partition:id")
+	case p == "":
+		return perr("illegal_partition", "Partition must not be empty")
+	case rest == "":
+		return perr("illegal_docid", "Document id must not be empty")
+	}
+	return nil
+}
+
 // sizeDelta is how one doc's write moves its shard's (and partition's)
 // counts and sizes.
 type sizeDelta struct{ docs, dels, ext, act int64 }

@@ -57,7 +57,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			continue
 		}
 		oldSeq, oldDeleted := info.Seq, info.Deleted
-		oldExt, oldLeaves, oldLen := winnerSize(info), leafBytes(info), infoLen+len(encodeInfo(nil, seqRecord(info)))
+		oldLeaves, oldLen := leafBytes(info), infoLen+len(encodeInfo(nil, seqRecord(info)))
 		keep := make([]bool, len(info.Nodes))
 		for _, l := range leaves {
 			if purge[l.Index] {
@@ -96,7 +96,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 				return nil, err
 			}
 			delta := countDelta(true, oldDeleted, false, false)
-			delta.ext, delta.act = -oldExt, -(oldLeaves + int64(oldLen))
+			delta.ext, delta.act = -oldLeaves, -(oldLeaves + int64(oldLen))
 			s.account(w, meta, info.Id, delta)
 			continue
 		}
@@ -116,7 +116,7 @@ func (s *store) applyPurge(w *writer, meta *pb.ShardMeta, stats *pb.ShardStats, 
 			return nil, err
 		}
 		delta := countDelta(true, oldDeleted, true, info.Deleted)
-		delta.ext = winnerSize(info) - oldExt
+		delta.ext = leafBytes(info) - oldLeaves
 		delta.act = leafBytes(info) - oldLeaves + int64(len(ib)+len(sb)-oldLen)
 		s.account(w, meta, info.Id, delta)
 	}
