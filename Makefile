@@ -20,7 +20,7 @@ test:
 	cat $$log; rm -f $$log; [ $$race -eq 0 ] && [ $$interop -eq 0 ]
 	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/
 	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|ClusterWide|ViewsCluster|MangoCluster|PartitionCluster' ./httpgw/
-	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll' . ./y
+	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll|EmptyMemFile' . ./y
 
 run:
 	go run ./cmd/settee serve

@@ -552,6 +552,11 @@ func (g *Gateway) handleRevsDiff(rq *req, db string, legacy bool) error {
 		var missing []revtree.Rev
 		for _, s := range body[id] {
 			r, err := revtree.ParseRev(s)
+			if err != nil && unstoredRev(s) {
+				// generation 0: a rev CouchDB parses and no tree has
+				_, h, _ := strings.Cut(s, "-")
+				r, err = revtree.Rev{Hash: h}, nil
+			}
 			if err != nil {
 				return errBadRev
 			}

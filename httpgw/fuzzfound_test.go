@@ -25,6 +25,17 @@ var fuzzFoundSteps = []wireStep{
 		inBodyAll: []string{"Content-Type: application/json; error=\"true\"\r\n\r\n{\"missing\":\"1-abc\"}"}},
 	// a revs_diff keeps duplicates
 	{method: "POST", path: "/{db}/_revs_diff", body: `{"nope":["1-b","1-a","1-b"]}`, status: 200, raw: `{"nope":{"missing":["1-b","1-a","1-b"]}}` + "\n"},
+	// generation 0 parses (and is missing), printed as CouchDB prints it
+	{method: "POST", path: "/{db}/_missing_revs", body: `{"d1":["0-1","00-x"]}`, status: 200, raw: `{"missing_revs":{"d1":["0-1","0-x"]}}` + "\n"},
+	{method: "POST", path: "/{db}/_revs_diff", body: `{"zz":["0-1"]}`, status: 200, raw: `{"zz":{"missing":["0-1"]}}` + "\n"},
+	// an empty hash is a rev: a replication may store one, a read and an
+	// edit find it
+	{method: "PUT", path: "/{db}/e1?new_edits=false", body: `{"_rev":"1-"}`, status: 201, raw: `{"ok":true,"id":"e1","rev":"1-"}` + "\n"},
+	{method: "GET", path: "/{db}/e1?revs=true", status: 200, raw: `{"_id":"e1","_rev":"1-","_revisions":{"start":1,"ids":[""]}}` + "\n"},
+	{method: "GET", path: "/{db}/e1?rev=1-", status: 200, raw: `{"_id":"e1","_rev":"1-"}` + "\n"},
+	{method: "PUT", path: "/{db}/e1", body: `{"_rev":"1-","v":2}`, status: 201, inBody: `"rev":"2-86a729ab00a00b826d496eec8ee230c1"`},
+	{method: "PUT", path: "/{db}/e2?new_edits=false", body: `{"_rev":"2-","_revisions":{"start":2,"ids":["","x"]}}`, status: 201, raw: `{"ok":true,"id":"e2","rev":"2-"}` + "\n"},
+	{method: "POST", path: "/{db}/_revs_diff", body: `{"e1":["1-","2-"]}`, status: 200, raw: `{"e1":{"missing":["2-"]}}` + "\n"},
 }
 
 func TestFuzzFound(t *testing.T) {

@@ -448,9 +448,6 @@ func replicatedPath(d *pb.DocUpdate) ([]revtree.Rev, error) {
 		}
 		p := make([]revtree.Rev, len(d.Revisions.Ids))
 		for i, h := range d.Revisions.Ids {
-			if h == "" {
-				return nil, revtree.ErrBadRev
-			}
 			p[i] = revtree.Rev{Pos: d.Revisions.Start - uint64(i), Hash: h}
 		}
 		if d.Rev != "" {

@@ -73,6 +73,13 @@ func (db *DB) openMemTables(opt Options) error {
 			flags = os.O_RDONLY
 		}
 		mt, err := db.openMemTable(fid, flags)
+		if err == z.NewFile {
+			// settee patch: the file was empty, so the process died
+			// (kill -9) between creating the next memtable's file and
+			// sizing it; it holds nothing, and is dropped below like a
+			// truncated one. Upstream refused to open the DB.
+			err = nil
+		}
 		if err != nil {
 			return y.Wrapf(err, "while opening fid: %d", fid)
 		}
