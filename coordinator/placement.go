@@ -126,6 +126,16 @@ func (c *Coordinator) Shards(ctx context.Context, db string) ([]Range, error) {
 	return ranges, err
 }
 
+// IsPartitioned reports whether db is a partitioned database (one lookup
+// of its record, no ranges built: every doc write asks).
+func (c *Coordinator) IsPartitioned(ctx context.Context, db string) (bool, error) {
+	rec, err := c.pl.Lookup(ctx, db)
+	if err != nil {
+		return false, err
+	}
+	return rec.Partitioned, nil
+}
+
 // ShardMap returns a database's record with its ranges (its document in
 // the _dbs system database).
 func (c *Coordinator) ShardMap(ctx context.Context, db string) (*pb.DbRecord, []Range, error) {

@@ -19,8 +19,8 @@ var errNotPartitionForm = newErr(400, "illegal_docid", "Doc id must be of form p
 // isPartitioned reports whether db is a partitioned database; a database
 // that cannot be looked up is not (the request then fails on its own).
 func (g *Gateway) isPartitioned(rq *req, db string) bool {
-	rec, _, err := g.c.ShardMap(rq.ctx, db)
-	return err == nil && rec.Partitioned
+	p, err := g.c.IsPartitioned(rq.ctx, db)
+	return err == nil && p
 }
 
 // checkWriteID is checkDocID for a doc written to db: in a partitioned
