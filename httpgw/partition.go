@@ -66,9 +66,6 @@ func checkPartition(p string) error {
 	return checkDocID(p)
 }
 
-// partitionOf is the partition of a doc id ("" for none).
-func partitionOf(id string) string { return shard.PartitionOf(id) }
-
 // handlePartition serves /db/_partition/P and what is under it: the
 // partition's info, _all_docs, views and Mango queries, each reading the
 // one shard range that holds the partition.
