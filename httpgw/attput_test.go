@@ -57,4 +57,7 @@ func TestAttachmentPuts(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ap", attPutSteps)
 }
 
-func TestAttachmentPutsAsCouchDB(t *testing.T) { runOnCouchDB(t, "ap", attPutSteps) }
+func TestAttachmentPutsAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "ap", attPutSteps)
+}

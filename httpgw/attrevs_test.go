@@ -21,6 +21,7 @@ import (
 // and checks that both give the same revision, digest, length,
 // encoded_length and gzip bytes.
 func TestCompressibleAttRevsAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	s := testserver.Start(t)
 	sides := []*revSide{

@@ -66,4 +66,7 @@ func TestRequestBodies(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "rb", bodySteps)
 }
 
-func TestRequestBodiesAsCouchDB(t *testing.T) { runOnCouchDB(t, "rb", bodySteps) }
+func TestRequestBodiesAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "rb", bodySteps)
+}

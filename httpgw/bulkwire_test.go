@@ -128,4 +128,7 @@ func TestBulkWire(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "bw", bulkWireSteps)
 }
 
-func TestBulkWireAsCouchDB(t *testing.T) { runOnCouchDB(t, "bw", bulkWireSteps) }
+func TestBulkWireAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "bw", bulkWireSteps)
+}

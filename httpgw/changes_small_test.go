@@ -38,4 +38,7 @@ func TestChangesSmallPrint(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "cs", changesSmallPrintSteps)
 }
 
-func TestChangesSmallPrintAsCouchDB(t *testing.T) { runOnCouchDB(t, "cs", changesSmallPrintSteps) }
+func TestChangesSmallPrintAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "cs", changesSmallPrintSteps)
+}

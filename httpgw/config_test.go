@@ -101,6 +101,7 @@ func TestConfigAPI(t *testing.T) {
 }
 
 func TestConfigAPIAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	runSteps(t, cs.URL, cs.User, cs.Password, "", configSteps)
 	mustCouch := func(method, path, body, user, pw string, want int) string {

@@ -269,6 +269,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestCORSAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/cors", status: 201}})
 	runCORS(t, cs.URL, cs.User, cs.Password, "cors", corsSteps)

@@ -264,6 +264,7 @@ func TestDBUpdates(t *testing.T) {
 }
 
 func TestDBUpdatesAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	dbUpdatesSteps(t, dbuPeer{cs.URL, cs.User, cs.Password})
 }

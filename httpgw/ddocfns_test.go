@@ -500,6 +500,7 @@ func TestDDocFunctions(t *testing.T) {
 }
 
 func TestDDocFunctionsAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	// CouchDB's design doc cache has taken over 5 s to drop a removed
 	// validate_doc_update (2 runs in 5): a lagging step is asked again

@@ -44,4 +44,7 @@ func TestFuzzFound(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ff", fuzzFoundSteps)
 }
 
-func TestFuzzFoundAsCouchDB(t *testing.T) { runOnCouchDB(t, "ff", fuzzFoundSteps) }
+func TestFuzzFoundAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "ff", fuzzFoundSteps)
+}

@@ -113,6 +113,7 @@ func TestGzipBodies(t *testing.T) {
 // The same requests against a real Apache CouchDB 3.5.2, when one is at
 // hand: the table says what CouchDB answers.
 func TestGzipBodiesAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	for _, c := range gzipCases {
 		t.Run(c.name, func(t *testing.T) {

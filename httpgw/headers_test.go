@@ -103,6 +103,7 @@ func TestAnswerHeaders(t *testing.T) {
 }
 
 func TestAnswerHeadersAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	runSteps(t, cs.URL, cs.User, cs.Password, "", []wireStep{{method: "PUT", path: "/hd", status: 201}})
 	runSteps(t, cs.URL, cs.User, cs.Password, "hd", headerSteps)

@@ -89,4 +89,7 @@ func TestLocalDocPaths(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ld", localDocSteps)
 }
 
-func TestLocalDocPathsAsCouchDB(t *testing.T) { runOnCouchDB(t, "ld", localDocSteps) }
+func TestLocalDocPathsAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "ld", localDocSteps)
+}

@@ -102,6 +102,7 @@ func TestMangoPagingWhileWriting(t *testing.T) {
 // TestMangoPagingWhileWritingAsCouchDB runs the same against CouchDB
 // 3.5.2 when one is present: the assertions are CouchDB's semantics.
 func TestMangoPagingWhileWritingAsCouchDB(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CouchDB")
 	}

@@ -119,6 +119,7 @@ func TestMango(t *testing.T) {
 }
 
 func TestMangoAsCouchDB(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CouchDB")
 	}

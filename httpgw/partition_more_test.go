@@ -308,6 +308,7 @@ func TestPartitionStatsCompactPurge(t *testing.T) {
 }
 
 func TestPartitionStatsCompactPurgeAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	partitionCompactPurge(t, cs.URL, cs.User, cs.Password)
 }
@@ -387,6 +388,7 @@ func TestPartitionStatsSurviveRestart(t *testing.T) {
 }
 
 func TestPartitionStatsSurviveRestartAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	partitionRestart(t, func() string { return cs.URL }, cs.User, cs.Password, func() { cs.Restart(t) })
 }
@@ -563,6 +565,7 @@ func TestPartitionReplication(t *testing.T) {
 }
 
 func TestPartitionReplicationAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	partitionReplication(t, cs.URL, cs.User, cs.Password, map[string]func(string) string{
 		"http": func(db string) string {

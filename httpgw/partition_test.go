@@ -653,6 +653,7 @@ func TestPartition(t *testing.T) {
 }
 
 func TestPartitionAsCouchDB(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CouchDB")
 	}

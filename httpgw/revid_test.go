@@ -23,6 +23,7 @@ import (
 // CouchDB stores as they are; the compressible ones, which it gzips with
 // zlib, are TestCompressibleAttRevsAsCouchDB's.
 func TestRevIDsAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	s := testserver.Start(t)
 	sides := []*revSide{

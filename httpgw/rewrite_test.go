@@ -238,6 +238,7 @@ func TestRewrite(t *testing.T) {
 }
 
 func TestRewriteAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	runRewriteTable(t, cs.URL, cs.User, cs.Password, func(db string) {
 		runDDocSteps(t, cs.URL, cs.User, cs.Password, "", []ddocStep{{method: "PUT", path: "/" + db, status: 201}}, 0)

@@ -221,6 +221,7 @@ func TestRowAttachments(t *testing.T) {
 }
 
 func TestRowAttachmentsAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	setUpRowAtts(t, cs.URL, cs.User, cs.Password, "ra")
 	runAttSteps(t, cs.URL, cs.User, cs.Password, "ra", rowAttSteps)
@@ -382,6 +383,7 @@ func TestEventSourceFraming(t *testing.T) {
 }
 
 func TestEventSourceFramingAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	runESSteps(t, cs.URL, cs.User, cs.Password, "es")
 }

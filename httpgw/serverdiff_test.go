@@ -132,4 +132,7 @@ func TestServerDiff(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "sd", serverDiffSteps)
 }
 
-func TestServerDiffAsCouchDB(t *testing.T) { runOnCouchDB(t, "sd", serverDiffSteps) }
+func TestServerDiffAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "sd", serverDiffSteps)
+}

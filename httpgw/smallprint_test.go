@@ -67,6 +67,10 @@ var deleteSteps = []wireStep{
 
 // startCouchDB starts a real CouchDB 3.5.2 for t: skipped with -short or
 // where there is none (internal/testcouch).
+//
+// The *AsCouchDB tests run in parallel (t.Parallel): each has a CouchDB
+// and a database of its own, and most of their time is CouchDB's
+// answering, which overlaps well with another test's.
 func startCouchDB(t *testing.T) *testcouch.Server {
 	t.Helper()
 	if testing.Short() {
@@ -181,7 +185,10 @@ func TestDeleteAndDeletedDocs(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "del", deleteSteps)
 }
 
-func TestDeleteAndDeletedDocsAsCouchDB(t *testing.T) { runOnCouchDB(t, "del", deleteSteps) }
+func TestDeleteAndDeletedDocsAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "del", deleteSteps)
+}
 
 // Every answer carries X-Couch-Request-ID: the client's own when it sent
 // one, else ten hex digits, new for each request, as CouchDB.
@@ -315,4 +322,7 @@ func TestSmallPrint(t *testing.T) {
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "sp", smallPrintSteps)
 }
 
-func TestSmallPrintAsCouchDB(t *testing.T) { runOnCouchDB(t, "sp", smallPrintSteps) }
+func TestSmallPrintAsCouchDB(t *testing.T) {
+	t.Parallel()
+	runOnCouchDB(t, "sp", smallPrintSteps)
+}

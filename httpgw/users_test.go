@@ -117,6 +117,7 @@ func TestUsersDB(t *testing.T) {
 }
 
 func TestUsersDBAsCouchDB(t *testing.T) {
+	t.Parallel()
 	cs := startCouchDB(t)
 	// until CouchDB has written _design/_auth its rules do not apply
 	start := time.Now()

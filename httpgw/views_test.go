@@ -1119,6 +1119,7 @@ func TestViews(t *testing.T) {
 }
 
 func TestViewsAsCouchDB(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CouchDB")
 	}
