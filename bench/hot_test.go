@@ -3,14 +3,15 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 )
 
@@ -62,7 +63,34 @@ func TestRunBenchPhasesSettee(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
-	cfg := Config{URL: u.String(), Docs: 300, BatchSize: 100, DocSize: DocMedium, IndividualDocs: 20, Concurrency: 2,
+	runBenchPhasesSmall(t, u.String())
+}
+
+// TestRunBenchPhasesCouchDB runs the same against Apache CouchDB 3.5.2:
+// $BENCH_COUCHDB_URL (http://user:pw@host:port), else one testcouch starts
+// (skipped when there is none).
+func TestRunBenchPhasesCouchDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no live CouchDB")
+	}
+	base := os.Getenv("BENCH_COUCHDB_URL")
+	if base == "" {
+		c := testcouch.Start(t, "")
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(c.User, c.Password)
+		base = u.String()
+	}
+	runBenchPhasesSmall(t, base)
+}
+
+// runBenchPhasesSmall runs 300 medium docs, 8 readers and 8 writers of 200
+// requests each, and checks the new phases' figures and lines.
+func runBenchPhasesSmall(t *testing.T, base string) {
+	t.Helper()
+	cfg := Config{URL: base, Docs: 300, BatchSize: 100, DocSize: DocMedium, IndividualDocs: 20, Concurrency: 2,
 		Readers: 8, HotReads: 200, Writers: 8, WriterDocs: 200}
 	var out bytes.Buffer
 	res, err := Run(context.Background(), cfg, &out, nil)
@@ -80,14 +108,17 @@ func TestRunBenchPhasesSettee(t *testing.T) {
 			t.Errorf("output lacks %q", w)
 		}
 	}
-	resp := s.Do(t, "GET", "/_all_dbs", nil)
-	defer resp.Body.Close()
+	c, err := newClient(base, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
 	var dbs []string
-	if err := json.NewDecoder(resp.Body).Decode(&dbs); err != nil {
+	if err := c.getJSON(context.Background(), "/_all_dbs", "", &dbs); err != nil {
 		t.Fatal(err)
 	}
 	for _, db := range dbs {
-		if strings.HasPrefix(db, DBPrefix) {
+		if db == res.DB || db == res.SeqAddDB {
 			t.Errorf("database %s left behind", db)
 		}
 	}
