@@ -58,8 +58,8 @@ type Config struct {
 	// writers phase; WriterDocs is how many docs they write in all.
 	Writers, WriterDocs int
 	// NoCeiling skips the GET ceiling: the get phase's requests sent to a
-	// bare net/http server in this process that answers each with the bytes
-	// the server under test answered for one doc.
+	// bare net/http server (a child process, see CeilingChild) that answers
+	// each with the bytes the server under test answered for one doc.
 	NoCeiling bool
 	// UpdateSameDoc makes the single-update phase rewrite one doc with its
 	// current _rev instead of creating IndividualDocs new docs.
@@ -141,7 +141,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HotReads, "hot-reads", d.HotReads, "hot read phase: GETs of the one doc in all (ab -n)")
 	fs.IntVar(&c.Writers, "writers", d.Writers, "many writers phase: clients PUTting new small docs at once")
 	fs.IntVar(&c.WriterDocs, "writer-docs", d.WriterDocs, "many writers phase: small docs PUT in all")
-	fs.BoolVar(&c.NoCeiling, "no-ceiling", false, "skip the GET ceiling: the get phase's requests sent to a bare net/http server in this process answering one doc's bytes")
+	fs.BoolVar(&c.NoCeiling, "no-ceiling", false, "skip the GET ceiling: the get phase's requests sent to a bare net/http server (this binary started again) answering one doc's bytes")
 	fs.BoolVar(&c.UpdateSameDoc, "update-same-doc", false, "single doc phase updates one doc with its _rev instead of creating new docs")
 	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object with the results instead of text lines")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,11 +23,12 @@ import (
 // sequential adds beside the concurrent ones.
 
 // getCeiling serves the bytes the server answered for paths[0] from a bare
-// net/http server on 127.0.0.1 (a random port), in this process, and sends
-// it paths through getLoop from a client built as r.c is (the same
-// credentials and URL prefix), as the get phase sent them to the server.
-// What it measures bounds the get phase from above on this machine: the
-// same client, the same bytes, a server that does nothing else.
+// net/http server on 127.0.0.1 (a random port), in a child process when it
+// can (ceiling.go), and sends it paths through getLoop from a client built
+// as r.c is (the same credentials and URL prefix), as the get phase sent
+// them to the server. What it measures bounds the get phase from above on
+// this machine: the same client, the same bytes, a server that does
+// nothing else.
 func (r *runner) getCeiling(ctx context.Context, paths []string) error {
 	resp, err := r.c.do(ctx, http.MethodGet, paths[0], "", nil)
 	if err != nil {
@@ -42,55 +42,36 @@ func (r *runner) getCeiling(ctx context.Context, paths []string) error {
 	if resp.StatusCode != http.StatusOK {
 		return statusError(http.MethodGet, paths[0], resp.StatusCode, body)
 	}
-	hdr := http.Header{}
+	reply := &ceilingReply{Header: http.Header{}, Body: body}
 	for _, k := range []string{"Content-Type", "Etag"} {
 		if v := resp.Header.Values(k); len(v) > 0 {
-			hdr[k] = v
+			reply.Header[k] = v
 		}
 	}
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	reply.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	srv, err := startCeiling(reply, r.prog)
 	if err != nil {
 		return fmt.Errorf("bench: GET ceiling: %w", err)
 	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			h := w.Header()
-			for k, v := range hdr {
-				h[k] = v
-			}
-			_, _ = w.Write(body)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
+	defer srv.stop()
 	u, err := url.Parse(r.cfg.URL)
 	if err != nil {
 		return fmt.Errorf("%w: url: %w", ErrConfig, err)
 	}
-	u.Scheme, u.Host = "http", ln.Addr().String()
+	u.Scheme, u.Host = "http", srv.addr
 	c, err := newClient(u.String(), r.cfg.Concurrency)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	r.prog.printf("  GET ceiling: a bare net/http server on %s answering %d bytes\n", u.Host, len(body))
+	r.prog.printf("  GET ceiling: a bare net/http server (%s) on %s answering %d bytes\n", srv.where, u.Host, len(body))
 	st, err := getLoop(ctx, c, r.prog, "get ceiling", paths)
 	if err != nil {
 		return fmt.Errorf("bench: GET ceiling: %w", err)
 	}
 	res := r.res
 	res.GetCeilingHz, res.GetCeilingP50Ms, res.GetCeilingP99Ms, res.GetCeilingSec = st.hz, st.p50, st.p99, st.sec
-	res.GetCeilingBodyBytes = len(body)
+	res.GetCeilingBodyBytes, res.GetCeilingServer = len(body), srv.where
 	if st.hz > 0 {
 		res.GetCeilingRatio = math.Round(res.GetHz/st.hz*1000) / 1000
 	}

@@ -58,13 +58,17 @@ type Result struct {
 	// The get phase's requests, from the same loop, answered by a bare
 	// net/http server in this process with the bytes (and Content-Type,
 	// ETag, Content-Length) the server answered for one doc:
-	// GetCeilingBodyBytes of them. GetCeilingRatio is GetHz/GetCeilingHz.
-	// All zero with NoCeiling.
+	// GetCeilingBodyBytes of them; GetCeilingServer says whether that
+	// server ran as a child process (CeilingChildProcess, see CeilingChild)
+	// or in this one (CeilingInProcess), which answers faster than any
+	// other process could. GetCeilingRatio is GetHz/GetCeilingHz. All zero
+	// with NoCeiling.
 	GetCeilingHz        float64 `json:"get_ceiling_hz"`
 	GetCeilingP50Ms     float64 `json:"get_ceiling_p50_ms"`
 	GetCeilingP99Ms     float64 `json:"get_ceiling_p99_ms"`
 	GetCeilingSec       float64 `json:"get_ceiling_sec"`
 	GetCeilingBodyBytes int     `json:"get_ceiling_body_bytes"`
+	GetCeilingServer    string  `json:"get_ceiling_server"`
 	GetCeilingRatio     float64 `json:"get_ceiling_ratio"`
 
 	// One doc (HotReadDocID) read by Readers clients at once, HotReads
@@ -241,7 +245,7 @@ func (r *Result) phase(i int) phaseView {
 	case phaseGetCeiling:
 		return phaseView{label: fmt.Sprintf("Get ceiling, bare net/http %dX", r.Gets),
 			sec: r.GetCeilingSec, hz: r.GetCeilingHz, p50: r.GetCeilingP50Ms, p99: r.GetCeilingP99Ms,
-			extra: "  get/ceiling " + strconv.FormatFloat(r.GetCeilingRatio, 'f', 2, 64)}
+			extra: "  get/ceiling " + strconv.FormatFloat(r.GetCeilingRatio, 'f', 2, 64) + ceilingWhere(r.GetCeilingServer)}
 	case phaseHotRead:
 		return phaseView{label: fmt.Sprintf("Get one doc, %d clients %dX", r.Readers, r.HotReads),
 			sec: r.HotReadSec, hz: r.HotReadHz, p50: r.HotReadP50Ms, p99: r.HotReadP99Ms}
@@ -265,6 +269,15 @@ func (r *Result) phase(i int) phaseView {
 			sec: r.SeqAddSec, hz: r.SeqAddHz, p50: r.SeqAddP50Ms, p99: r.SeqAddP99Ms}
 	}
 	panic("bench: bad phase index")
+}
+
+// ceilingWhere marks a ceiling line whose server ran in the client's
+// process (optimistic: see ceiling.go).
+func ceilingWhere(server string) string {
+	if server == CeilingInProcess {
+		return ", " + server
+	}
+	return ""
 }
 
 // writePhase writes fabric_bench's line for phase i, if it ran:
