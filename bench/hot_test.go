@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -44,6 +46,9 @@ func checkNewPhases(t *testing.T, cfg Config, res *Result) {
 	}
 	if nb := (cfg.Docs + cfg.BatchSize - 1) / cfg.BatchSize; res.SeqAddOK+res.SeqAddAccepted != nb {
 		t.Errorf("seq add: %d ok + %d accepted batches, want %d", res.SeqAddOK, res.SeqAddAccepted, nb)
+	}
+	if res.GetCeilingServer != CeilingChildProcess {
+		t.Errorf("ceiling server %q, want %q (TestMain called CeilingChild)", res.GetCeilingServer, CeilingChildProcess)
 	}
 	if res.SeqAddDB == "" || res.SeqAddDB == res.DB || !strings.HasPrefix(res.SeqAddDB, DBPrefix) {
 		t.Errorf("seq add db %q (bench db %q)", res.SeqAddDB, res.DB)
@@ -233,6 +238,59 @@ func TestRunWritersFail(t *testing.T) {
 	}
 }
 
+// TestCeilingServer: the ceiling's server, a child process or in this one,
+// answers every GET with the reply's bytes and headers, and stops.
+func TestCeilingServer(t *testing.T) {
+	reply := &ceilingReply{Header: http.Header{"Content-Type": {"application/json"}, "Etag": {`"1-abc"`},
+		"Content-Length": {"15"}}, Body: []byte(`{"_id":"1","x":1}`[:15])}
+	prog := &progress{w: io.Discard}
+	for _, child := range []bool{true, false} {
+		childOK.Store(child)
+		s, err := startCeiling(reply, prog)
+		childOK.Store(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := map[bool]string{true: CeilingChildProcess, false: CeilingInProcess}[child]; s.where != w {
+			t.Errorf("server %q, want %q", s.where, w)
+		}
+		for _, path := range []string{"/db/1", "/other/x?y=1"} {
+			resp, err := http.Get("http://" + s.addr + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != string(reply.Body) || resp.ContentLength != 15 ||
+				resp.Header.Get("ETag") != `"1-abc"` || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s: %d %q %v", s.where, resp.StatusCode, b, resp.Header)
+			}
+		}
+		s.stop()
+		if _, err := http.Get("http://" + s.addr + "/"); err == nil {
+			t.Errorf("%s server still answers after stop", s.where)
+		}
+	}
+}
+
+// TestRunCeilingInProcess: without CeilingChild the ceiling serves from the
+// client's process, and its line says so.
+func TestRunCeilingInProcess(t *testing.T) {
+	childOK.Store(false)
+	defer childOK.Store(true)
+	f := newFakeCouch(t, "")
+	cfg := testConfig(f)
+	cfg.Docs = 300
+	var out bytes.Buffer
+	res, err := Run(context.Background(), cfg, &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.GetCeilingServer != CeilingInProcess || res.GetCeilingHz <= 0 || !strings.Contains(out.String(), ", in-process\n") {
+		t.Errorf("ceiling %q %v/s:\n%s", res.GetCeilingServer, res.GetCeilingHz, out.String())
+	}
+}
+
 func TestRawDocID(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"_id":"12","_rev":"1-a"}`, `"12"`},
@@ -245,4 +303,11 @@ func TestRawDocID(t *testing.T) {
 			t.Errorf("rawDocID(%s) = %s, want %s", c.in, got, c.want)
 		}
 	}
+}
+
+// TestMain lets this test binary, started again by a GET ceiling, be its
+// server (CeilingChild), as `settee bench` is.
+func TestMain(m *testing.M) {
+	CeilingChild()
+	os.Exit(m.Run())
 }
