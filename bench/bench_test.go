@@ -49,6 +49,10 @@ func testConfig(f *fakeCouch) Config {
 		Q:              2,
 		N:              1,
 		Concurrency:    3,
+		Readers:        8,
+		HotReads:       200,
+		Writers:        8,
+		WriterDocs:     200,
 		ProgressEvery:  2 * time.Millisecond,
 	}
 }
@@ -95,10 +99,14 @@ func TestRunText(t *testing.T) {
 	wlabels := []string{
 		"Add 2500 docs, ok:3/accepted:0",
 		"Get random doc 2500X",
+		"Get ceiling, bare net/http 2500X",
+		"Get one doc, 8 clients 200X",
 		"All docs",
 		"All docs w/ include_docs",
 		"Changes",
 		"Single doc updates 50X",
+		"Put small docs, 8 clients 200X",
+		"Add 2500 docs seq, ok:3/accepted:0",
 		"Time to run all benchmarks",
 	}
 	if len(ls) != len(wlabels) {
@@ -117,6 +125,7 @@ func TestRunText(t *testing.T) {
 		}
 	}
 	for _, w := range []string{" *** Parameters\n", " * batch_size       : 1000\n", " * q                : 2\n",
+		" * readers          : 8\n", " * writer_docs      : 200\n",
 		" *** Environment\n", " * Nodes        : 2\n", " * Q            : 2\n", " * Couch ver.   : 3.5.2\n",
 		"\n *** Inserting 2500 docs\n"} {
 		if !strings.Contains(out.String(), w) {
@@ -142,8 +151,12 @@ func TestRunText(t *testing.T) {
 	if db == nil {
 		t.Fatalf("bench db %q was not deleted", res.DB)
 	}
-	if got, w := len(db.docs), cfg.Docs+cfg.IndividualDocs; got != w {
+	if got, w := len(db.docs), cfg.Docs+cfg.IndividualDocs+cfg.WriterDocs; got != w {
 		t.Errorf("docs at delete: %d, want %d", got, w)
+	}
+	// the sequential adds went to a database of their own, deleted too
+	if seq := f.deleted[res.SeqAddDB]; res.SeqAddDB == res.DB || seq == nil || len(seq.docs) != cfg.Docs {
+		t.Errorf("sequential adds' database %q: %v", res.SeqAddDB, seq)
 	}
 	for i := 1; i <= cfg.Docs; i++ {
 		if db.docs[strconv.Itoa(i)] == nil {
@@ -156,11 +169,17 @@ func TestRunText(t *testing.T) {
 	if f.unauth != 0 {
 		t.Errorf("%d requests without the right Authorization", f.unauth)
 	}
-	if f.gets != cfg.Docs {
-		t.Errorf("GET doc requests: %d, want %d", f.gets, cfg.Docs)
+	// the get phase, the ceiling's one GET of a doc, the hot reads
+	if w := cfg.Docs + 1 + cfg.HotReads; f.gets != w {
+		t.Errorf("GET doc requests: %d, want %d", f.gets, w)
 	}
-	if f.seenPaths["PUT /db/doc"] != cfg.IndividualDocs || f.seenPaths["POST /db/_bulk_docs"] != 3 {
+	if f.seenPaths["PUT /db/doc"] != cfg.IndividualDocs+cfg.WriterDocs || f.seenPaths["POST /db/_bulk_docs"] != 6 {
 		t.Errorf("requests: %v", f.seenPaths)
+	}
+	// GET / for the environment, then one from every client of the
+	// many-client phases before their clocks start
+	if w := 1 + cfg.Readers + cfg.Writers; f.seenPaths["GET "] != w {
+		t.Errorf("GET / requests: %d, want %d", f.seenPaths["GET "], w)
 	}
 	if strings.Contains(res.URL, "s3cret") || strings.Contains(out.String(), "s3cret") {
 		t.Errorf("credentials leaked into the report: %s", res.URL)
@@ -168,6 +187,7 @@ func TestRunText(t *testing.T) {
 	if res.AddOK != 3 || res.AddAccepted != 0 || res.AllDocsRows != 2500 || res.AllDocsIncludeDocsRows != 2500 || res.ChangesRows != 2500 {
 		t.Errorf("counts: %+v", res)
 	}
+	checkNewPhases(t, cfg, res)
 	if res.Q != 2 || res.N != 1 || res.Nodes != 2 || res.ServerGitSHA != "abc1234" {
 		t.Errorf("environment: q=%d n=%d nodes=%d sha=%q", res.Q, res.N, res.Nodes, res.ServerGitSHA)
 	}
@@ -211,7 +231,8 @@ func TestRunJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 	}
-	for _, k := range []string{"add_hz", "get_hz", "all_docs_hz", "all_docs_include_docs_hz", "changes_hz", "single_updates_hz"} {
+	for _, k := range []string{"add_hz", "get_hz", "all_docs_hz", "all_docs_include_docs_hz", "changes_hz", "single_updates_hz",
+		"get_ceiling_hz", "hot_read_hz", "writers_hz", "seq_add_hz"} {
 		v, ok := m[k].(float64)
 		if !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", k, m[k])
@@ -226,9 +247,15 @@ func TestRunJSON(t *testing.T) {
 	if m["add_ok"] != 0.0 || m["add_accepted"] != 3.0 || m["doc_size"] != "small" || m["total_sec"] == 0.0 {
 		t.Errorf("fields: add_ok=%v add_accepted=%v doc_size=%v total=%v", m["add_ok"], m["add_accepted"], m["doc_size"], m["total_sec"])
 	}
+	if m["seq_add_ok"] != 0.0 || m["seq_add_accepted"] != 3.0 || m["readers"] != 8.0 || m["writer_docs"] != 200.0 ||
+		m["hot_read_doc_id"] != "600" || m["get_ceiling_ratio"] == 0.0 || m["get_ceiling_body_bytes"] == 0.0 || m["writers_ok"] != 200.0 {
+		t.Errorf("fields: seq_add_ok=%v seq_add_accepted=%v readers=%v writer_docs=%v hot_read_doc_id=%v ratio=%v body=%v writers_ok=%v",
+			m["seq_add_ok"], m["seq_add_accepted"], m["readers"], m["writer_docs"], m["hot_read_doc_id"],
+			m["get_ceiling_ratio"], m["get_ceiling_body_bytes"], m["writers_ok"])
+	}
 	// The text goes to progress in JSON mode.
 	ls := parseLines(t, prog.String())
-	if len(ls) != 7 || ls[0].label != "Add 1200 docs, ok:0/accepted:3" {
+	if len(ls) != 11 || ls[0].label != "Add 1200 docs, ok:0/accepted:3" || ls[9].label != "Add 1200 docs seq, ok:0/accepted:3" {
 		t.Errorf("progress lines: %+v", ls)
 	}
 	// Round trip.
@@ -251,20 +278,21 @@ func TestRunUpdateSameDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := f.deletedDB(res.DB)
-	if len(db.docs) != cfg.Docs+1 {
-		t.Fatalf("docs %d, want %d", len(db.docs), cfg.Docs+1)
+	// the bulk docs, the one updated doc, the many writers' new docs
+	if w := cfg.Docs + 1 + cfg.WriterDocs; len(db.docs) != w {
+		t.Fatalf("docs %d, want %d", len(db.docs), w)
 	}
-	var found bool
+	var updated int
 	for id, d := range db.docs {
-		if len(id) > 10 {
-			found = true
-			if d.gen != cfg.IndividualDocs {
-				t.Errorf("doc %s at generation %d, want %d", id, d.gen, cfg.IndividualDocs)
-			}
+		switch {
+		case d.gen == cfg.IndividualDocs:
+			updated++
+		case d.gen != 1:
+			t.Errorf("doc %s at generation %d, want 1 or %d", id, d.gen, cfg.IndividualDocs)
 		}
 	}
-	if !found {
-		t.Error("no updated doc")
+	if updated != 1 {
+		t.Errorf("%d updated docs, want 1", updated)
 	}
 }
 
@@ -344,17 +372,20 @@ func TestConfigFlags(t *testing.T) {
 	var cfg Config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	if cfg.Docs != 100000 || cfg.BatchSize != 1000 || cfg.DocSize != DocMedium || cfg.IndividualDocs != 1000 || cfg.Concurrency < 2 {
+	if cfg.Docs != 100000 || cfg.BatchSize != 1000 || cfg.DocSize != DocMedium || cfg.IndividualDocs != 1000 || cfg.Concurrency < 2 ||
+		cfg.Readers != 130 || cfg.HotReads != 10000 || cfg.Writers != 130 || cfg.WriterDocs != 10000 || cfg.NoCeiling {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	err := fs.Parse([]string{"--url", "http://a:b@h:1", "--docs", "10", "--batch-size", "5", "--doc-size", "large",
 		"--individual-docs", "7", "--gets", "3", "--q", "8", "--n", "3", "--concurrency", "2", "--json",
-		"--update-same-doc", "--pregen-mb", "64", "--writer-db", "other"})
+		"--update-same-doc", "--pregen-mb", "64", "--writer-db", "other",
+		"--readers", "9", "--hot-reads", "99", "--writers", "6", "--writer-docs", "66", "--no-ceiling"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := Config{URL: "http://a:b@h:1", Docs: 10, BatchSize: 5, DocSize: DocLarge, IndividualDocs: 7, Gets: 3, Q: 8, N: 3,
-		Concurrency: 2, JSON: true, UpdateSameDoc: true, PregenMB: 64, WriterDB: WriterOther}
+		Concurrency: 2, JSON: true, UpdateSameDoc: true, PregenMB: 64, WriterDB: WriterOther,
+		Readers: 9, HotReads: 99, Writers: 6, WriterDocs: 66, NoCeiling: true}
 	if cfg != w {
 		t.Errorf("parsed %+v\nwant   %+v", cfg, w)
 	}
@@ -364,10 +395,10 @@ func TestConfigFlags(t *testing.T) {
 
 	t.Setenv(EnvURL, "http://env:pw@example:5984")
 	d := Config{}.withDefaults()
-	if d.URL != "http://env:pw@example:5984" || d.Gets != d.Docs || d.Docs != 100000 {
+	if d.URL != "http://env:pw@example:5984" || d.Gets != d.Docs || d.Docs != 100000 || d.Readers != 130 || d.WriterDocs != 10000 {
 		t.Errorf("withDefaults: %+v", d)
 	}
-	for _, bad := range []Config{{DocSize: "huge"}, {Docs: -1}, {Q: -1}, {URL: "ftp://x"}, {URL: "localhost:5984"}, {WriterDB: "both"}} {
+	for _, bad := range []Config{{DocSize: "huge"}, {Docs: -1}, {Q: -1}, {URL: "ftp://x"}, {URL: "localhost:5984"}, {WriterDB: "both"}, {Readers: -1}, {WriterDocs: -2}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", bad)
 		}
@@ -393,8 +424,11 @@ func TestPhaseLineFormat(t *testing.T) {
 	var b bytes.Buffer
 	r.writePhase(&b, phaseAdd)
 	r.writePhase(&b, phaseGet) // did not run: nothing
+	r.Gets, r.GetCeilingSec, r.GetCeilingHz, r.GetCeilingP50Ms, r.GetCeilingP99Ms, r.GetCeilingRatio = 20000, 4.2, 4761.9, 0.2, 0.41, 0.6133
+	r.writePhase(&b, phaseGetCeiling)
 	r.writeTotal(&b)
 	w := " * Add 100000 docs, ok:100/accepted:0     (Hz):     440   p50 8.50ms  p99 21.3ms\n" +
+		" * Get ceiling, bare net/http 20000X      (Hz):    4800   p50 0.200ms  p99 0.410ms  get/ceiling 0.61\n" +
 		" * Time to run all benchmarks            (sec):     300\n"
 	if b.String() != w {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), w)

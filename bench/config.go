@@ -46,9 +46,21 @@ type Config struct {
 	// Q and N are passed as ?q=&n= when the database is created (0: omit).
 	Q, N int
 	// Concurrency is how many _bulk_docs batches are in flight at once in the
-	// add phase (fabric_bench: 1). Other phases are sequential, as in
-	// fabric_bench.
+	// add phase (fabric_bench: 1); when it is more than 1, a second add phase
+	// with one batch in flight (fabric_bench's own loop) is reported beside
+	// it. fabric_bench's other phases are sequential, as in fabric_bench.
 	Concurrency int
+	// Readers is how many clients read one doc at once in the hot read
+	// phase, each over a keep-alive connection of its own (seed 004's
+	// ab -c 130); HotReads is how many GETs they make in all (ab -n 10000).
+	Readers, HotReads int
+	// Writers is how many clients PUT new small docs at once in the many
+	// writers phase; WriterDocs is how many docs they write in all.
+	Writers, WriterDocs int
+	// NoCeiling skips the GET ceiling: the get phase's requests sent to a
+	// bare net/http server (a child process, see CeilingChild) that answers
+	// each with the bytes the server under test answered for one doc.
+	NoCeiling bool
 	// UpdateSameDoc makes the single-update phase rewrite one doc with its
 	// current _rev instead of creating IndividualDocs new docs.
 	UpdateSameDoc bool
@@ -93,7 +105,9 @@ const (
 )
 
 // DefaultConfig returns fabric_bench's defaults (docs 100000, batch_size
-// 1000, doc_size medium, individual_docs 1000) plus the HTTP client's.
+// 1000, doc_size medium, individual_docs 1000) plus the HTTP client's and
+// those of the many-client phases (130 clients, 10000 requests, as seed
+// 004's ab -c 130 -n 10000).
 func DefaultConfig() Config {
 	return Config{
 		Docs:           100000,
@@ -101,6 +115,10 @@ func DefaultConfig() Config {
 		DocSize:        DocMedium,
 		IndividualDocs: 1000,
 		Concurrency:    4,
+		Readers:        130,
+		HotReads:       10000,
+		Writers:        130,
+		WriterDocs:     10000,
 		PregenMB:       256,
 		ProgressEvery:  time.Second,
 	}
@@ -118,7 +136,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Gets, "gets", 0, "random doc GETs (default: as many as --docs, like fabric_bench)")
 	fs.IntVar(&c.Q, "q", 0, "shards of the bench database, ?q= on create (default: server's)")
 	fs.IntVar(&c.N, "n", 0, "copies of each shard, ?n= on create (default: server's)")
-	fs.IntVar(&c.Concurrency, "concurrency", d.Concurrency, "_bulk_docs batches in flight during adds (1 = fabric_bench)")
+	fs.IntVar(&c.Concurrency, "concurrency", d.Concurrency, "_bulk_docs batches in flight during adds (1 = fabric_bench); above 1, a second add phase into a database of its own, one batch in flight (fabric_bench's loop), is reported beside")
+	fs.IntVar(&c.Readers, "readers", d.Readers, "hot read phase: clients reading one doc at once, a keep-alive connection each (ab -c)")
+	fs.IntVar(&c.HotReads, "hot-reads", d.HotReads, "hot read phase: GETs of the one doc in all (ab -n)")
+	fs.IntVar(&c.Writers, "writers", d.Writers, "many writers phase: clients PUTting new small docs at once")
+	fs.IntVar(&c.WriterDocs, "writer-docs", d.WriterDocs, "many writers phase: small docs PUT in all")
+	fs.BoolVar(&c.NoCeiling, "no-ceiling", false, "skip the GET ceiling: the get phase's requests sent to a bare net/http server (this binary started again) answering one doc's bytes")
 	fs.BoolVar(&c.UpdateSameDoc, "update-same-doc", false, "single doc phase updates one doc with its _rev instead of creating new docs")
 	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object with the results instead of text lines")
@@ -158,6 +181,18 @@ func (c Config) withDefaults() Config {
 	if c.Concurrency == 0 {
 		c.Concurrency = d.Concurrency
 	}
+	if c.Readers == 0 {
+		c.Readers = d.Readers
+	}
+	if c.HotReads == 0 {
+		c.HotReads = d.HotReads
+	}
+	if c.Writers == 0 {
+		c.Writers = d.Writers
+	}
+	if c.WriterDocs == 0 {
+		c.WriterDocs = d.WriterDocs
+	}
 	if c.PregenMB == 0 {
 		c.PregenMB = d.PregenMB
 	}
@@ -183,6 +218,7 @@ func (c Config) Validate() error {
 	}{
 		{"docs", c.Docs}, {"batch-size", c.BatchSize}, {"individual-docs", c.IndividualDocs},
 		{"gets", c.Gets}, {"concurrency", c.Concurrency}, {"pregen-mb", c.PregenMB},
+		{"readers", c.Readers}, {"hot-reads", c.HotReads}, {"writers", c.Writers}, {"writer-docs", c.WriterDocs},
 	} {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s must be at least 1, got %d", ErrConfig, f.name, f.v)

@@ -25,6 +25,10 @@ type fakeCouch struct {
 	bulkStatus int         // status of _bulk_docs answers (default 201)
 	bulkDocErr bool        // answer one conflict per _bulk_docs batch
 	onGetDoc   func(n int) // called on every GET /db/doc with its count
+	// badGet and badPut, when set, may replace the answer to the n-th
+	// GET /db/doc or PUT /db/doc (status 0: answer as usual).
+	badGet func(n int) (status int, body string)
+	badPut func(n int) (status int, body string)
 
 	mu          sync.Mutex
 	dbs         map[string]*fakeDB
@@ -33,6 +37,7 @@ type fakeCouch struct {
 	inBulk      int
 	maxInBulk   int
 	gets        int
+	puts        int
 	unauth      int
 	seenPaths   map[string]int
 }
@@ -270,16 +275,25 @@ func (f *fakeCouch) getDoc(w http.ResponseWriter, db *fakeDB, id string) {
 	if d != nil {
 		body = docJSON(id, d)
 	}
-	hook := f.onGetDoc
+	hook, bad := f.onGetDoc, f.badGet
 	f.mu.Unlock()
 	if hook != nil {
 		hook(n)
+	}
+	if bad != nil {
+		if st, b := bad(n); st != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(st)
+			_, _ = io.WriteString(w, b)
+			return
+		}
 	}
 	if d == nil {
 		couchErr(w, 404, "not_found", "missing")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", `"`+d.rev+`"`)
 	_, _ = w.Write(body)
 }
 
@@ -288,6 +302,18 @@ func (f *fakeCouch) putDoc(w http.ResponseWriter, r *http.Request, db *fakeDB, i
 	if err := json.NewDecoder(r.Body).Decode(&fields); err != nil {
 		couchErr(w, 400, "bad_request", err.Error())
 		return
+	}
+	f.mu.Lock()
+	f.puts++
+	n, bad := f.puts, f.badPut
+	f.mu.Unlock()
+	if bad != nil {
+		if st, b := bad(n); st != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(st)
+			_, _ = io.WriteString(w, b)
+			return
+		}
 	}
 	f.mu.Lock()
 	res := f.update(db, id, fields)

@@ -29,6 +29,11 @@ type Result struct {
 	UpdateSameDoc  bool   `json:"update_same_doc"`
 	ReqQ           int    `json:"req_q"` // as asked (0: server default)
 	ReqN           int    `json:"req_n"`
+	Readers        int    `json:"readers"`
+	HotReads       int    `json:"hot_reads"`
+	Writers        int    `json:"writers"`
+	WriterDocs     int    `json:"writer_docs"`
+	NoCeiling      bool   `json:"no_ceiling"`
 
 	Q             int    `json:"q"` // as the server reports it in GET /db (0: unknown)
 	N             int    `json:"n"`
@@ -49,6 +54,30 @@ type Result struct {
 	GetP50Ms float64 `json:"get_p50_ms"`
 	GetP99Ms float64 `json:"get_p99_ms"`
 	GetSec   float64 `json:"get_sec"`
+
+	// The get phase's requests, from the same loop, answered by a bare
+	// net/http server in this process with the bytes (and Content-Type,
+	// ETag, Content-Length) the server answered for one doc:
+	// GetCeilingBodyBytes of them; GetCeilingServer says whether that
+	// server ran as a child process (CeilingChildProcess, see CeilingChild)
+	// or in this one (CeilingInProcess), which answers faster than any
+	// other process could. GetCeilingRatio is GetHz/GetCeilingHz. All zero
+	// with NoCeiling.
+	GetCeilingHz        float64 `json:"get_ceiling_hz"`
+	GetCeilingP50Ms     float64 `json:"get_ceiling_p50_ms"`
+	GetCeilingP99Ms     float64 `json:"get_ceiling_p99_ms"`
+	GetCeilingSec       float64 `json:"get_ceiling_sec"`
+	GetCeilingBodyBytes int     `json:"get_ceiling_body_bytes"`
+	GetCeilingServer    string  `json:"get_ceiling_server"`
+	GetCeilingRatio     float64 `json:"get_ceiling_ratio"`
+
+	// One doc (HotReadDocID) read by Readers clients at once, HotReads
+	// GETs in all.
+	HotReadDocID string  `json:"hot_read_doc_id"`
+	HotReadHz    float64 `json:"hot_read_hz"` // GETs/s
+	HotReadP50Ms float64 `json:"hot_read_p50_ms"`
+	HotReadP99Ms float64 `json:"hot_read_p99_ms"`
+	HotReadSec   float64 `json:"hot_read_sec"`
 
 	AllDocsRows       int64   `json:"all_docs_rows"`
 	AllDocsHz         float64 `json:"all_docs_hz"` // rows/s
@@ -75,6 +104,26 @@ type Result struct {
 	SingleUpdatesP50Ms float64 `json:"single_updates_p50_ms"`
 	SingleUpdatesP99Ms float64 `json:"single_updates_p99_ms"`
 	SingleUpdatesSec   float64 `json:"single_updates_sec"`
+
+	// WriterDocs new small docs PUT by Writers clients at once, one doc a
+	// request; WritersOK answered 201, WritersAccepted 202.
+	WritersOK       int     `json:"writers_ok"`
+	WritersAccepted int     `json:"writers_accepted"`
+	WritersHz       float64 `json:"writers_hz"` // docs/s
+	WritersP50Ms    float64 `json:"writers_p50_ms"`
+	WritersP99Ms    float64 `json:"writers_p99_ms"`
+	WritersSec      float64 `json:"writers_sec"`
+
+	// The add phase again with one _bulk_docs in flight (fabric_bench's
+	// loop), into a database of its own (SeqAddDB, deleted after); run
+	// only when Concurrency > 1.
+	SeqAddDB       string  `json:"seq_add_db"`
+	SeqAddOK       int     `json:"seq_add_ok"`
+	SeqAddAccepted int     `json:"seq_add_accepted"`
+	SeqAddHz       float64 `json:"seq_add_hz"` // docs/s
+	SeqAddP50Ms    float64 `json:"seq_add_p50_ms"`
+	SeqAddP99Ms    float64 `json:"seq_add_p99_ms"`
+	SeqAddSec      float64 `json:"seq_add_sec"`
 
 	// TotalSec is fabric_bench's "Time to run all benchmarks": the add, get,
 	// all docs, changes and single update phases (it leaves out all docs
@@ -109,10 +158,14 @@ func (r *Result) writeParams(w io.Writer) {
 		{"doc_size", r.DocSize},
 		{"docs", strconv.Itoa(r.Docs)},
 		{"gets", strconv.Itoa(r.Gets)},
+		{"hot_reads", strconv.Itoa(r.HotReads)},
 		{"individual_docs", strconv.Itoa(r.IndividualDocs)},
 		{"n", def(r.ReqN)},
 		{"q", def(r.ReqQ)},
+		{"readers", strconv.Itoa(r.Readers)},
 		{"update_same_doc", strconv.FormatBool(r.UpdateSameDoc)},
+		{"writer_docs", strconv.Itoa(r.WriterDocs)},
+		{"writers", strconv.Itoa(r.Writers)},
 	}
 	fmt.Fprintf(w, " *** Parameters\n")
 	for _, p := range kv {
@@ -162,10 +215,14 @@ func (r *Result) writeTotal(w io.Writer) {
 const (
 	phaseAdd = iota
 	phaseGet
+	phaseGetCeiling
+	phaseHotRead
 	phaseAllDocs
 	phaseAllDocsInclude
 	phaseChanges
 	phaseSingle
+	phaseWriters
+	phaseSeqAdd
 	numPhases
 )
 
@@ -174,6 +231,7 @@ type phaseView struct {
 	sec, hz, p50, p99 float64
 	firstRow          float64
 	streamed          bool
+	extra             string // appended to the line
 }
 
 func (r *Result) phase(i int) phaseView {
@@ -184,6 +242,13 @@ func (r *Result) phase(i int) phaseView {
 	case phaseGet:
 		return phaseView{label: fmt.Sprintf("Get random doc %dX", r.Gets),
 			sec: r.GetSec, hz: r.GetHz, p50: r.GetP50Ms, p99: r.GetP99Ms}
+	case phaseGetCeiling:
+		return phaseView{label: fmt.Sprintf("Get ceiling, bare net/http %dX", r.Gets),
+			sec: r.GetCeilingSec, hz: r.GetCeilingHz, p50: r.GetCeilingP50Ms, p99: r.GetCeilingP99Ms,
+			extra: "  get/ceiling " + strconv.FormatFloat(r.GetCeilingRatio, 'f', 2, 64) + ceilingWhere(r.GetCeilingServer)}
+	case phaseHotRead:
+		return phaseView{label: fmt.Sprintf("Get one doc, %d clients %dX", r.Readers, r.HotReads),
+			sec: r.HotReadSec, hz: r.HotReadHz, p50: r.HotReadP50Ms, p99: r.HotReadP99Ms}
 	case phaseAllDocs:
 		return phaseView{label: "All docs", sec: r.AllDocsSec, hz: r.AllDocsHz,
 			p50: r.AllDocsP50Ms, p99: r.AllDocsP99Ms, firstRow: r.AllDocsFirstRowMs, streamed: true}
@@ -196,8 +261,23 @@ func (r *Result) phase(i int) phaseView {
 	case phaseSingle:
 		return phaseView{label: fmt.Sprintf("Single doc updates %dX", r.IndividualDocs),
 			sec: r.SingleUpdatesSec, hz: r.SingleUpdatesHz, p50: r.SingleUpdatesP50Ms, p99: r.SingleUpdatesP99Ms}
+	case phaseWriters:
+		return phaseView{label: fmt.Sprintf("Put small docs, %d clients %dX", r.Writers, r.WriterDocs),
+			sec: r.WritersSec, hz: r.WritersHz, p50: r.WritersP50Ms, p99: r.WritersP99Ms}
+	case phaseSeqAdd:
+		return phaseView{label: fmt.Sprintf("Add %d docs seq, ok:%d/accepted:%d", r.Docs, r.SeqAddOK, r.SeqAddAccepted),
+			sec: r.SeqAddSec, hz: r.SeqAddHz, p50: r.SeqAddP50Ms, p99: r.SeqAddP99Ms}
 	}
 	panic("bench: bad phase index")
+}
+
+// ceilingWhere marks a ceiling line whose server ran in the client's
+// process (optimistic: see ceiling.go).
+func ceilingWhere(server string) string {
+	if server == CeilingInProcess {
+		return ", " + server
+	}
+	return ""
 }
 
 // writePhase writes fabric_bench's line for phase i, if it ran:
@@ -211,7 +291,7 @@ func (r *Result) writePhase(w io.Writer, i int) {
 	if p.streamed {
 		fmt.Fprintf(w, "  first row %s", fmtMs(p.firstRow))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s\n", p.extra)
 }
 
 // fabricHz rounds a rate as fabric_bench's hz/2 does: "we are doing very

@@ -60,6 +60,7 @@ func Run(ctx context.Context, cfg Config, out, progressW io.Writer) (*Result, er
 			URL: c.display, Docs: cfg.Docs, BatchSize: cfg.BatchSize, DocSize: cfg.DocSize,
 			DocBytes: gen.docLen(len(strconv.Itoa(cfg.Docs))), IndividualDocs: cfg.IndividualDocs,
 			Gets: cfg.Gets, Concurrency: cfg.Concurrency, UpdateSameDoc: cfg.UpdateSameDoc,
+			Readers: cfg.Readers, HotReads: cfg.HotReads, Writers: cfg.Writers, WriterDocs: cfg.WriterDocs, NoCeiling: cfg.NoCeiling,
 			ReqQ: cfg.Q, ReqN: cfg.N, Client: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 		},
 	}
@@ -130,12 +131,26 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 
 	// 2. Get random docs.
-	get, err := r.getDocs(ctx)
+	get, getPaths, err := r.getDocs(ctx)
 	if err != nil {
 		return err
 	}
 	res.GetHz, res.GetP50Ms, res.GetP99Ms, res.GetSec = get.hz, get.p50, get.p99, get.sec
 	res.writePhase(r.text, phaseGet)
+
+	// The same GETs against a bare net/http server answering one doc's bytes.
+	if !r.cfg.NoCeiling {
+		if err := r.getCeiling(ctx, getPaths); err != nil {
+			return err
+		}
+		res.writePhase(r.text, phaseGetCeiling)
+	}
+
+	// One doc read by Readers clients at once.
+	if err := r.hotReads(ctx); err != nil {
+		return err
+	}
+	res.writePhase(r.text, phaseHotRead)
 
 	// 3-5. Streams.
 	for _, s := range []struct {
@@ -176,6 +191,21 @@ func (r *runner) run(ctx context.Context) (err error) {
 	res.SingleUpdatesHz, res.SingleUpdatesP50Ms, res.SingleUpdatesP99Ms, res.SingleUpdatesSec = single.hz, single.p50, single.p99, single.sec
 
 	res.writePhase(r.text, phaseSingle)
+
+	// Small docs PUT by Writers clients at once.
+	if err := r.manyWriters(ctx); err != nil {
+		return err
+	}
+	res.writePhase(r.text, phaseWriters)
+
+	// fabric_bench's own sequential adds, into a database of their own.
+	if r.cfg.Concurrency > 1 {
+		if err := r.seqAdds(ctx); err != nil {
+			return err
+		}
+		res.writePhase(r.text, phaseSeqAdd)
+	}
+
 	// fabric_bench: TSec = round((T1 + T2 + T3 + T5 + T6) / 1000000).
 	res.TotalSec = round2(res.AddSec + res.GetSec + res.AllDocsSec + res.ChangesSec + res.SingleUpdatesSec)
 	res.writeTotal(r.text)
@@ -436,23 +466,32 @@ func firstDocError(b []byte) []byte {
 }
 
 // getDocs GETs Gets random existing docs one after another, as fabric_bench's
-// get_docs does (it seeds its PRNG with 0; so does this).
-func (r *runner) getDocs(ctx context.Context) (stats, error) {
+// get_docs does (it seeds its PRNG with 0; so does this). It returns the
+// paths too: the GET ceiling sends the same ones.
+func (r *runner) getDocs(ctx context.Context) (stats, []string, error) {
 	n := r.cfg.Gets
-	ids := make([]string, n) // built before the clock
+	paths := make([]string, n) // built before the clock
 	rng := newPCG(0)
-	for i := range ids {
-		ids[i] = r.dbPath + "/" + strconv.Itoa(rng.IntN(r.cfg.Docs)+1)
+	for i := range paths {
+		paths[i] = r.dbPath + "/" + strconv.Itoa(rng.IntN(r.cfg.Docs)+1)
 	}
+	st, err := getLoop(ctx, r.c, r.prog, "get", paths)
+	return st, paths, err
+}
+
+// getLoop GETs paths through c one after another; every answer must be a
+// 200. It is the get phase's loop, and the GET ceiling's.
+func getLoop(ctx context.Context, c *client, prog *progress, name string, paths []string) (stats, error) {
+	n := len(paths)
 	lat := make([]time.Duration, 0, n)
 	var buf bytes.Buffer
 	var done atomic.Int64
-	stop := r.prog.track("get", int64(n), &done)
+	stop := prog.track(name, int64(n), &done)
 	defer stop()
 	start := time.Now()
-	for _, path := range ids {
+	for _, path := range paths {
 		t0 := time.Now()
-		st, err := r.c.roundTrip(ctx, http.MethodGet, path, "", nil, &buf)
+		st, err := c.roundTrip(ctx, http.MethodGet, path, "", nil, &buf)
 		if err != nil {
 			return stats{}, err
 		}
