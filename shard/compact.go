@@ -341,7 +341,7 @@ func (c *compactor) page(last, end uint64, candidates, marked map[string]bool) (
 	err := c.st.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = c.st.k.seqPrefix()
-		opts.PrefetchSize = 64
+		opts.PrefetchValues = false // by-seq values sit in the LSM tree: no goroutine per item
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Seek(c.st.k.seq(last + 1)); it.Valid(); it.Next() {
