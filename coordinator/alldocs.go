@@ -7,6 +7,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/settee/settee/actors"
 	pb "github.com/settee/settee/proto"
 )
@@ -35,17 +37,36 @@ func partitionRanges(ranges []Range, p string) []Range {
 	return ranges[i : i+1]
 }
 
-// cursor pages through one shard's part of a range.
+// cursor pages through one shard's part of a range. It reads one page
+// ahead: the next page is asked for as soon as a page arrives, so that
+// the copy reads it while the rows before it are merged and written
+// (the shard's read was most of an _all_docs stream's time, and the
+// two took turns on one core).
 type cursor struct {
 	ref  *pb.ShardRef
 	q    *pb.ReadRange
 	rows []*pb.Row
 	done bool
+	// ahead delivers the page asked for in advance (nil: none asked)
+	ahead chan pageResult
+}
+
+type pageResult struct {
+	r   *pb.RangeReply
+	err error
 }
 
 func (cu *cursor) fill(ctx context.Context, c *Coordinator) error {
 	for len(cu.rows) == 0 && !cu.done {
-		r, err := askCopy[*pb.RangeReply](ctx, c, cu.ref, cu.q)
+		var r *pb.RangeReply
+		var err error
+		if cu.ahead != nil {
+			res := <-cu.ahead
+			cu.ahead = nil
+			r, err = res.r, res.err
+		} else {
+			r, err = askCopy[*pb.RangeReply](ctx, c, cu.ref, proto.Clone(cu.q).(*pb.ReadRange))
+		}
 		if err != nil {
 			return fmt.Errorf("coordinator: range: %w", err)
 		}
@@ -64,8 +85,31 @@ func (cu *cursor) fill(ctx context.Context, c *Coordinator) error {
 			}
 			cu.q.StartKey, cu.q.HasStart, cu.q.SkipStart = key, true, true
 		}
+		if !cu.done && len(cu.rows) > 0 {
+			cu.readAhead(ctx, c)
+		}
 	}
 	return nil
+}
+
+// readAhead asks the cursor's copy for its next page now.
+func (cu *cursor) readAhead(ctx context.Context, c *Coordinator) {
+	ch := make(chan pageResult, 1)
+	q, ref := proto.Clone(cu.q).(*pb.ReadRange), cu.ref
+	cu.ahead = ch
+	go func() {
+		r, err := askCopy[*pb.RangeReply](ctx, c, ref, q)
+		ch <- pageResult{r, err}
+	}()
+}
+
+// drain waits for a page asked in advance that nobody will read (the
+// stream ended early): no goroutine outlives the request.
+func (cu *cursor) drain() {
+	if cu.ahead != nil {
+		<-cu.ahead
+		cu.ahead = nil
+	}
 }
 
 // fillOrFailover fills a cursor; when its copy's node goes away it goes on
@@ -82,6 +126,7 @@ func (c *Coordinator) fillOrFailover(ctx context.Context, cu *cursor, r Range) e
 			tried = map[string]bool{}
 		}
 		tried[cu.ref.Node] = true
+		cu.drain()
 		alt := c.otherCopy(r, tried)
 		if alt == nil {
 			return err
@@ -118,6 +163,14 @@ func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit
 			Local: q.Local, Limit: page,
 		}}
 	}
+	// a page read ahead is not waited for past the stream's end
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		for _, cu := range curs {
+			cu.drain()
+		}
+	}()
 	skip, sent := q.Skip, 0
 	for {
 		if q.Limit >= 0 && sent >= q.Limit {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/settee/settee/actors"
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/mango"
@@ -60,16 +62,32 @@ type ChangeRow struct {
 	Revs []string
 }
 
+// seqCursor pages through one copy's by-seq index, a page ahead as
+// _all_docs' cursor does.
 type seqCursor struct {
-	ref  *pb.ShardRef
-	q    *pb.ReadChanges
-	rows []*pb.Row
-	done bool
+	ref   *pb.ShardRef
+	q     *pb.ReadChanges
+	rows  []*pb.Row
+	done  bool
+	ahead chan changesPage // the page asked in advance (nil: none)
+}
+
+type changesPage struct {
+	r   *pb.ChangesReply
+	err error
 }
 
 func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {
 	for len(cu.rows) == 0 && !cu.done {
-		r, err := askCopy[*pb.ChangesReply](ctx, c, cu.ref, cu.q)
+		var r *pb.ChangesReply
+		var err error
+		if cu.ahead != nil {
+			res := <-cu.ahead
+			cu.ahead = nil
+			r, err = res.r, res.err
+		} else {
+			r, err = askCopy[*pb.ChangesReply](ctx, c, cu.ref, proto.Clone(cu.q).(*pb.ReadChanges))
+		}
 		if err != nil {
 			return fmt.Errorf("coordinator: changes: %w", err)
 		}
@@ -85,9 +103,26 @@ func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {
 			} else {
 				cu.q.Since = s
 			}
+			if !cu.done {
+				ch := make(chan changesPage, 1)
+				q, ref := proto.Clone(cu.q).(*pb.ReadChanges), cu.ref
+				cu.ahead = ch
+				go func() {
+					r, err := askCopy[*pb.ChangesReply](ctx, c, ref, q)
+					ch <- changesPage{r, err}
+				}()
+			}
 		}
 	}
 	return nil
+}
+
+// drain waits for a page read ahead that nobody will use.
+func (cu *seqCursor) drain() {
+	if cu.ahead != nil {
+		<-cu.ahead
+		cu.ahead = nil
+	}
 }
 
 // Changes streams the changes of a database after since, merged across
@@ -123,6 +158,14 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		}
 		curs[i] = &seqCursor{ref: refs[i], q: rq}
 	}
+	// pages read ahead are not waited for past the feed's end
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		for _, cu := range curs {
+			cu.drain()
+		}
+	}()
 	tried := make([]map[string]bool, len(ranges))
 	sent := 0
 	lastRow := ""
@@ -149,6 +192,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 					return "", err
 				}
 				nodes[i], vec[i] = alt.Node, 0
+				curs[i].drain()
 				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: bodies, Limit: page}}
 			}
 			cu := curs[i]

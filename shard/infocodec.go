@@ -307,3 +307,83 @@ func appendHex(dst, b []byte) []byte {
 	}
 	return dst
 }
+
+// decodeWinner reads of a doc info record only what an _all_docs row
+// without its doc shows: the id, seq, deleted flag and winning rev. It
+// walks the nodes for their positions but builds none of them (no rev
+// tree, no hashes but the winner's): decodeInfo was a fifth of an
+// _all_docs stream's CPU.
+func decodeWinner(b []byte, info *pb.FullDocInfo) error {
+	if len(b) == 0 || b[0] != infoCodecV1 {
+		if err := proto.Unmarshal(b, info); err != nil {
+			return err
+		}
+		info.Nodes = nil
+		return nil
+	}
+	d := infoDecoder{b: b[1:]}
+	info.Id = string(d.bytes())
+	info.Seq = d.uvarint()
+	flags := d.byte()
+	info.Deleted = flags&infoDeleted != 0
+	var winner uint64
+	if flags&infoWinnerString != 0 {
+		info.Winner = string(d.bytes())
+		return d.err
+	}
+	winner = d.uvarint()
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)/3) || winner > n {
+		return errBadInfo
+	}
+	if winner == 0 {
+		return nil
+	}
+	var posBuf [32]uint64
+	pos := posBuf[:0]
+	for i := uint64(0); i < winner; i++ {
+		nf := d.byte()
+		p := d.uvarint()
+		if p > n {
+			return errBadInfo
+		}
+		parent := int(p) - 1
+		var np uint64
+		switch {
+		case nf&nodePos != 0:
+			np = d.uvarint()
+		case parent >= 0 && parent < len(pos):
+			np = pos[parent] + 1
+		default:
+			return errBadInfo
+		}
+		pos = append(pos, np)
+		var hash []byte
+		hex16 := nf&nodeHash16 != 0
+		if hex16 {
+			hash = d.take(16)
+		} else {
+			hash = d.bytes()
+		}
+		if nf&nodeSeq != 0 {
+			d.uvarint()
+		}
+		if nf&nodeBodySize != 0 {
+			d.uvarint()
+		}
+		if d.err != nil || (hex16 && hash == nil) {
+			return errBadInfo
+		}
+		if i == winner-1 {
+			w := strconv.AppendUint(make([]byte, 0, 24+2*len(hash)), np, 10)
+			w = append(w, '-')
+			if hex16 {
+				w = appendHex(w, hash)
+			} else {
+				w = append(w, hash...)
+			}
+			info.Winner = string(w)
+		}
+	}
+	return nil
+}

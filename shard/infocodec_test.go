@@ -129,8 +129,14 @@ func FuzzDecodeInfo(f *testing.F) {
 	f.Add([]byte{infoCodecV1, 1, 'a', 1, 0, 0, 1, 0, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		info := &pb.FullDocInfo{}
+		light := &pb.FullDocInfo{}
+		lerr := decodeWinner(b, light)
 		if err := decodeInfo(b, info); err != nil {
 			return
+		}
+		// the light decoder agrees on what it reads of a valid record
+		if lerr != nil || light.Id != info.Id || light.Seq != info.Seq || light.Deleted != info.Deleted || light.Winner != info.Winner {
+			t.Fatalf("decodeWinner = %v, %v; decodeInfo %v", light, lerr, info)
 		}
 		enc := encodeInfo(nil, info)
 		again := &pb.FullDocInfo{}

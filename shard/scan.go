@@ -101,7 +101,11 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 				size += len(d.Json) + len(d.Id)
 			} else {
 				info := &pb.FullDocInfo{}
-				if err := item.Value(func(v []byte) error { return decodeInfo(v, info) }); err != nil {
+				decode := decodeInfo
+				if !m.IncludeDocs {
+					decode = decodeWinner // the row shows id, winner and deleted only
+				}
+				if err := item.Value(func(v []byte) error { return decode(v, info) }); err != nil {
 					return err
 				}
 				row.Info = info
