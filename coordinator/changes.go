@@ -169,6 +169,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 	tried := make([]map[string]bool, len(ranges))
 	sent := 0
 	lastRow := ""
+	var seqEnc seqEncoder
 	for q.Limit < 0 || sent < q.Limit {
 		best := -1
 		for i := range curs {
@@ -254,10 +255,10 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		}
 		if q.SeqShown != nil && !q.Descending {
 			if q.SeqShown(sent) {
-				cr.Seq = EncodeSeq(ranges, seqsAt(nodes, seqVec))
+				cr.Seq = seqEnc.encodeVec(ranges, nodes, seqVec)
 			}
 		} else if q.SeqInterval <= 1 || q.Descending || (sent+1)%q.SeqInterval == 0 {
-			cr.Seq = EncodeSeq(ranges, seqsAt(nodes, seqVec))
+			cr.Seq = seqEnc.encodeVec(ranges, nodes, seqVec)
 		}
 		if err := emit(cr); err != nil {
 			return "", err

@@ -24,17 +24,36 @@ const (
 // "<sum>-<base64url payload>". Clients must treat it as opaque; the sum
 // prefix only makes it readable.
 func EncodeSeq(ranges []Range, pos []Pos) string {
+	var e seqEncoder
+	return e.encode(ranges, len(pos), func(i int) (string, uint64) { return pos[i].Node, pos[i].Seq })
+}
+
+// seqEncoder encodes clustered sequences into buffers it keeps, one
+// string allocated per sequence: a _changes feed encodes one per row.
+type seqEncoder struct {
+	raw, out []byte
+}
+
+func (e *seqEncoder) encode(ranges []Range, n int, at func(int) (string, uint64)) string {
 	var sum uint64
-	buf := make([]byte, 1, 1+len(ranges)*24)
-	buf[0] = seqV2
-	for i, r := range ranges {
-		buf = binary.AppendUvarint(buf, uint64(r.Begin))
-		buf = binary.AppendUvarint(buf, uint64(len(pos[i].Node)))
-		buf = append(buf, pos[i].Node...)
-		buf = binary.AppendUvarint(buf, pos[i].Seq)
-		sum += pos[i].Seq
+	e.raw = append(e.raw[:0], seqV2)
+	for i, r := range ranges[:n] {
+		node, seq := at(i)
+		e.raw = binary.AppendUvarint(e.raw, uint64(r.Begin))
+		e.raw = binary.AppendUvarint(e.raw, uint64(len(node)))
+		e.raw = append(e.raw, node...)
+		e.raw = binary.AppendUvarint(e.raw, seq)
+		sum += seq
 	}
-	return strconv.FormatUint(sum, 10) + "-" + base64.RawURLEncoding.EncodeToString(buf)
+	e.out = strconv.AppendUint(e.out[:0], sum, 10)
+	e.out = append(e.out, '-')
+	e.out = base64.RawURLEncoding.AppendEncode(e.out, e.raw)
+	return string(e.out)
+}
+
+// encodeVec is EncodeSeq of the copies' nodes and seqs, without a []Pos.
+func (e *seqEncoder) encodeVec(ranges []Range, nodes []string, seqs []uint64) string {
+	return e.encode(ranges, len(seqs), func(i int) (string, uint64) { return nodes[i], seqs[i] })
 }
 
 // DecodeSeq unpacks since into per-range positions. "0", "" and plain 0
