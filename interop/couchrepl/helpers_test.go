@@ -431,6 +431,27 @@ func history0(t *testing.T, res map[string]any) map[string]any {
 
 // docCount is db's doc_count on s, -1 while it cannot be read (not
 // created yet).
+// caughtUp reports whether tdb on to counts the docs and the deleted
+// docs sdb on from does: the live count alone is reached before the
+// last tombstones have travelled.
+func caughtUp(t *testing.T, from server, sdb string, to server, tdb string) bool {
+	t.Helper()
+	counts := func(s server, db string) (float64, float64, bool) {
+		st, out := s.do(t, "GET", "/"+db, "", nil)
+		var info struct {
+			DocCount    float64 `json:"doc_count"`
+			DocDelCount float64 `json:"doc_del_count"`
+		}
+		if st != 200 || json.Unmarshal(out, &info) != nil {
+			return 0, 0, false
+		}
+		return info.DocCount, info.DocDelCount, true
+	}
+	a, ad, ok1 := counts(from, sdb)
+	b, bd, ok2 := counts(to, tdb)
+	return ok1 && ok2 && a == b && ad == bd
+}
+
 func docCount(t *testing.T, s server, db string) float64 {
 	t.Helper()
 	st, out := s.do(t, "GET", "/"+db, "", nil)

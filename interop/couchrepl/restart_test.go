@@ -45,7 +45,7 @@ func TestRestartMidway(t *testing.T) {
 		// CouchDB's job crashes on its checkpoint's _ensure_full_commit
 		// to the source that is down, and its scheduler starts it again
 		// after a backoff (about 40 s here)
-		waitFor(t, 3*time.Minute, "the replication to catch up after the restart", func() bool { return count(couch, "pulled") == src })
+		waitFor(t, 3*time.Minute, "the replication to catch up after the restart", func() bool { return caughtUp(t, settee, "src", couch, "pulled") })
 		same(t, settee, "src", couch, "pulled", sc)
 		rev := couch.must(t, "GET", "/_replicator/pull", nil)["_rev"].(string)
 		couch.must(t, "DELETE", "/_replicator/pull?rev="+rev, nil, 200)
@@ -66,7 +66,7 @@ func TestRestartMidway(t *testing.T) {
 			t.Skipf("the replication was done (%v docs) before the restart could come", before)
 		}
 		restart()
-		waitFor(t, 3*time.Minute, "the job to catch up after the restart", func() bool { return count(settee, "spulled") == src })
+		waitFor(t, 3*time.Minute, "the job to catch up after the restart", func() bool { return caughtUp(t, couch, "src", settee, "spulled") })
 		same(t, couch, "src", settee, "spulled", cc)
 		// a second session, which started where a checkpoint of the
 		// first left it
@@ -168,7 +168,7 @@ func TestRestartMidway(t *testing.T) {
 			src := count(tc.from, "src")
 			before := underway(t, tc.on, tc.target, 200, src)
 			cs.Restart(t)
-			waitFor(t, 3*time.Minute, "the replication to catch up after CouchDB's restart", func() bool { return count(tc.on, tc.target) == src })
+			waitFor(t, 3*time.Minute, "the replication to catch up after CouchDB's restart", func() bool { return caughtUp(t, tc.from, "src", tc.on, tc.target) })
 			same(t, tc.from, "src", tc.on, tc.target, tc.c)
 			resumed(t, tc.on, tc.target, before, tc.mustRestart)
 			rev := tc.on.must(t, "GET", "/_replicator/cpull", nil)["_rev"].(string)
