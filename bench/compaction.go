@@ -277,16 +277,7 @@ func RunCompaction(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	if res.DirAfter >= 0 && res.External > 0 {
 		res.DirOverExtern = round2(float64(res.DirAfter) / float64(res.External))
 	}
-	if cfg.JSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return res, err
-		}
-		_, err = out.Write(append(b, '\n'))
-		return res, err
-	}
-	res.WriteText(out)
-	return res, nil
+	return res, writeResult(out, cfg.JSON, res)
 }
 
 // loadEdits inserts the docs and updates each of them Edits times, a round

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -19,11 +18,7 @@ func TestRunCompaction(t *testing.T) {
 		t.Skip("loads and compacts a real database")
 	}
 	s := testserver.Start(t)
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
+	u := adminURL(t, s.URL)
 	for _, writer := range []string{WriterSame, WriterOther, WriterNone} {
 		t.Run(writer, func(t *testing.T) {
 			cfg := Config{URL: u.String(), Docs: 200, Edits: 10, DocSize: DocSmall, Workload: "compaction",

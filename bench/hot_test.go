@@ -7,13 +7,11 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 )
 
@@ -63,11 +61,7 @@ func TestRunBenchPhasesSettee(t *testing.T) {
 		t.Skip("loads a real database")
 	}
 	s := testserver.Start(t)
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
+	u := adminURL(t, s.URL)
 	runBenchPhasesSmall(t, u.String())
 }
 
@@ -78,16 +72,7 @@ func TestRunBenchPhasesCouchDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no live CouchDB")
 	}
-	base := os.Getenv("BENCH_COUCHDB_URL")
-	if base == "" {
-		c := testcouch.Start(t, "")
-		u, err := url.Parse(c.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.User = url.UserPassword(c.User, c.Password)
-		base = u.String()
-	}
+	base := couchURL(t, "BENCH_COUCHDB_URL")
 	runBenchPhasesSmall(t, base)
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,11 +26,7 @@ func TestRunMango(t *testing.T) {
 	}
 	s := testserver.Start(t)
 	skipWithoutMango(t, s)
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
+	u := adminURL(t, s.URL)
 	const docs = 2100 // r = 7 matches docs 7, 1007 and 2007
 	cfg := Config{URL: u.String(), Docs: docs, DocSize: DocSmall, BatchSize: 300, Lookups: 40, Workload: WorkloadMango}
 	var out strings.Builder

@@ -298,16 +298,7 @@ func RunPartitions(ctx context.Context, cfg Config, out, progressW io.Writer) (*
 	if err != nil {
 		return res, err
 	}
-	if cfg.JSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return res, err
-		}
-		_, err = out.Write(append(b, '\n'))
-		return res, err
-	}
-	res.WriteText(out)
-	return res, nil
+	return res, writeResult(out, cfg.JSON, res)
 }
 
 func (p *partitionsRun) run(ctx context.Context) error {

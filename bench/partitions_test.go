@@ -11,14 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/settee/settee/internal/testcouch"
 	"github.com/settee/settee/internal/testserver"
 )
 
@@ -34,11 +32,7 @@ func TestRunPartitions(t *testing.T) {
 	}
 	s := testserver.Start(t)
 	skipWithoutPartitions(t, s)
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
+	u := adminURL(t, s.URL)
 	runPartitionsSmall(t, u.String())
 	resp := s.Do(t, "GET", "/_all_dbs", nil)
 	defer resp.Body.Close()
@@ -60,16 +54,7 @@ func TestRunPartitionsCouchDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no live CouchDB")
 	}
-	base := os.Getenv("PARTITIONS_COUCHDB_URL")
-	if base == "" {
-		c := testcouch.Start(t, "")
-		u, err := url.Parse(c.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.User = url.UserPassword(c.User, c.Password)
-		base = u.String()
-	}
+	base := couchURL(t, "PARTITIONS_COUCHDB_URL")
 	runPartitionsSmall(t, base)
 }
 

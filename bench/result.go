@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -356,3 +357,18 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 } // µs precision
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// writeResult writes a workload's result to out: one JSON object (--json)
+// or its text.
+func writeResult(out io.Writer, asJSON bool, res interface{ WriteText(io.Writer) }) error {
+	if !asJSON {
+		res.WriteText(out)
+		return nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(append(b, '\n'))
+	return err
+}

@@ -255,16 +255,7 @@ func RunViews(ctx context.Context, cfg Config, out, progressW io.Writer) (*Views
 	if err != nil {
 		return res, err
 	}
-	if cfg.JSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return res, err
-		}
-		_, err = out.Write(append(b, '\n'))
-		return res, err
-	}
-	res.WriteText(out)
-	return res, nil
+	return res, writeResult(out, cfg.JSON, res)
 }
 
 func (v *viewsRun) run(ctx context.Context) error {

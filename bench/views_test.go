@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -28,11 +27,7 @@ func TestRunViews(t *testing.T) {
 	}
 	s := testserver.Start(t)
 	skipWithoutViews(t, s)
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(testserver.AdminUser, testserver.AdminPassword)
+	u := adminURL(t, s.URL)
 	cfg := Config{URL: u.String(), Docs: 200, DocSize: DocSmall, BatchSize: 50, Lookups: 20, NewDocs: 30, Workload: WorkloadViews}
 	var out strings.Builder
 	res, err := RunViews(context.Background(), cfg, &out, io.Discard)
