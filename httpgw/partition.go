@@ -14,8 +14,6 @@ import (
 // has an id "partition:docid", is placed by its partition and can be read
 // with its partition's others from one shard range (/db/_partition/P/...).
 
-var errNotPartitionForm = newErr(400, "illegal_docid", "Doc id must be of form partition:id")
-
 // isPartitioned reports whether db is a partitioned database; a database
 // that cannot be looked up is not (the request then fails on its own).
 func (g *Gateway) isPartitioned(rq *req, db string) bool {
@@ -49,7 +47,7 @@ func (g *Gateway) checkReadID(rq *req, db, id string) error {
 	if strings.HasPrefix(id, "_") || strings.Contains(id, ":") || !g.isPartitioned(rq, db) {
 		return nil
 	}
-	return errNotPartitionForm
+	return checkPartitionedID(id) // an id of no partition
 }
 
 // checkPartition applies CouchDB's rules to the partition of a
