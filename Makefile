@@ -12,10 +12,12 @@ build:
 # The replication interop with a real CouchDB (interop/couchrepl) runs without
 # -race beside the race pass: most of its ~100 s is waiting on CouchDB (its
 # scheduler's 30 s backoff, among others), and the replicator's races are
-# covered by its own tests; its output follows the race pass's.
+# covered by its own tests; its output follows the race pass's. -parallel 4:
+# the parallel tests (httpgw's, the replicator's) mostly wait on servers
+# and CouchDB, and at the default of 2 (GOMAXPROCS) the cores sat idle.
 test:
 	@log=$$(mktemp); go test -count=1 -timeout 8m ./interop/couchrepl/ >$$log 2>&1 & pid=$$!; \
-	go test -race -timeout 12m $$(go list ./... | grep -v /interop/couchrepl); race=$$?; \
+	go test -race -timeout 12m -parallel 4 $$(go list ./... | grep -v /interop/couchrepl); race=$$?; \
 	wait $$pid; interop=$$?; echo "go test -count=1 ./interop/couchrepl/ (beside the race pass)"; \
 	cat $$log; rm -f $$log; [ $$race -eq 0 ] && [ $$interop -eq 0 ]
 	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/

@@ -20,6 +20,7 @@ import (
 )
 
 func TestAllDocsMergesShardsInOrder(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/m?q=8", nil, nil)
 	var ids []string
@@ -77,6 +78,7 @@ func reversed(s []string) []string {
 }
 
 func TestChangesResumeAcrossShards(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/c?q=4", nil, nil)
 	res := bulkDocs(t, s, "c", nDocs(300, "doc-%03d"))
@@ -129,6 +131,7 @@ func TestChangesResumeAcrossShards(t *testing.T) {
 }
 
 func TestChangesLongpollWakesOnWrite(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/lp", nil, nil)
 	done := make(chan changes, 1)
@@ -150,6 +153,7 @@ func TestChangesLongpollWakesOnWrite(t *testing.T) {
 }
 
 func TestChangesContinuousStreamsAndHeartbeats(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/cf", nil, nil)
 	mustCall(t, s, 201, "PUT", "/cf/first", `{}`, nil)
@@ -198,6 +202,7 @@ func TestChangesContinuousStreamsAndHeartbeats(t *testing.T) {
 }
 
 func TestConcurrentWritersAllAcknowledged(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/gc", nil, nil)
 	var wg sync.WaitGroup
@@ -231,6 +236,7 @@ func TestConcurrentWritersAllAcknowledged(t *testing.T) {
 }
 
 func TestRevsLimitStemsHistory(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/st", nil, nil)
 	mustCall(t, s, 200, "PUT", "/st/_revs_limit", "3", nil)
@@ -255,6 +261,7 @@ func TestRevsLimitStemsHistory(t *testing.T) {
 }
 
 func TestDeleteDatabaseLeavesNothing(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/gone", nil, nil)
 	bulkDocs(t, s, "gone", nDocs(50, "g%02d"))
@@ -274,6 +281,7 @@ func TestDeleteDatabaseLeavesNothing(t *testing.T) {
 }
 
 func TestDataSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/p?q=3", nil, nil)
 	bulkDocs(t, s, "p", nDocs(100, "p%03d"))
@@ -299,6 +307,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 }
 
 func TestChangesSeqInterval(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/si?q=1", nil, nil)
 	bulkDocs(t, s, "si", nDocs(10, "s%02d"))
@@ -332,6 +341,7 @@ func TestChangesSeqInterval(t *testing.T) {
 }
 
 func TestAttachmentsCompressedLikeCouchDB(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/at", nil, nil)
 	text := strings.Repeat("hello settee ", 200)
@@ -404,6 +414,7 @@ func TestAttachmentsCompressedLikeCouchDB(t *testing.T) {
 }
 
 func TestAllDocsQueriesAndDocIDBounds(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/aq", nil, nil)
 	bulkDocs(t, s, "aq", nDocs(10, "k%d"))
@@ -437,6 +448,7 @@ func TestAllDocsQueriesAndDocIDBounds(t *testing.T) {
 }
 
 func TestDBsInfoAndAllDBs(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	for _, db := range []string{"a1", "a2", "a3"} {
 		mustCall(t, s, 201, "PUT", "/"+db, nil, nil)
@@ -468,6 +480,7 @@ func TestDBsInfoAndAllDBs(t *testing.T) {
 }
 
 func TestNodeStatsSystemVersions(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 200, "GET", "/_up", nil, nil)
 	var st struct {
@@ -501,6 +514,7 @@ func TestNodeStatsSystemVersions(t *testing.T) {
 // copies there are); anything else stands for the default, as CouchDB
 // never refuses one (it answered 200 to r=abc, r=-1 and r=).
 func TestReadQuorumParam(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/rq", nil, nil)
 	mustCall(t, s, 201, "PUT", "/rq/d", `{"v":1}`, nil)
@@ -517,6 +531,7 @@ func TestReadQuorumParam(t *testing.T) {
 // that is not a positive count stands for the default (CouchDB answered
 // 201 to w=abc, w=-1, w=1.5 and w=).
 func TestWriteQuorumParam(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/wq", nil, nil)
 	var d struct{ Rev string }
@@ -533,6 +548,7 @@ func TestWriteQuorumParam(t *testing.T) {
 // A node without --node-addr is a finished single node in CouchDB's
 // terms, and cannot add nodes.
 func TestClusterSetupOnASingleNode(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	var st struct{ State string }
 	mustCall(t, s, 200, "GET", "/_cluster_setup", nil, &st)
@@ -571,6 +587,7 @@ func TestClusterSetupOnASingleNode(t *testing.T) {
 // CouchDB's shape: by_range and by_node agree with GET /db/_shards, the
 // changelog adds every copy, the suffix is the creation time.
 func TestDbsDocumentIsTheShardMap(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/mapped?q=2", nil, nil)
 	var shards struct{ Shards map[string][]string }

@@ -52,6 +52,7 @@ var attPutSteps = []wireStep{
 }
 
 func TestAttachmentPuts(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/ap", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ap", attPutSteps)

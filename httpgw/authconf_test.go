@@ -86,6 +86,7 @@ var cookieDates = regexp.MustCompile(`Expires=[^;]*; Max-Age=\d+`)
 // lifetime (timeout), its renewal once a tenth of that has passed, and the
 // secret that signs it.
 func TestSessionCookieSettings(t *testing.T) {
+	t.Parallel()
 	onBoth(t, func(t *testing.T, base, user, pw string) {
 		c := caller{t, base, user, pw}
 		sc := c.login()
@@ -156,6 +157,7 @@ func TestSessionCookieSettings(t *testing.T) {
 // a basic challenge when a valid user is required, or the one the client
 // or chttpd/WWW-Authenticate names.
 func TestUnauthorizedHeaders(t *testing.T) {
+	t.Parallel()
 	onBoth(t, func(t *testing.T, base, user, pw string) {
 		c := caller{t, base, user, pw}
 		anon := func(hdr map[string]string) (int, string, string) {
@@ -211,6 +213,7 @@ func TestUnauthorizedHeaders(t *testing.T) {
 // at the next request (CouchDB 3.5 reads it at start only); a value naming
 // a handler settee does not have is refused and changes nothing.
 func TestAuthenticationHandlersLive(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	cookie := cookieValue.FindString(c.login())

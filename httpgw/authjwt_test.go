@@ -230,6 +230,7 @@ func bearer(tok string) map[string]string { return map[string]string{"Authorizat
 // TestJWTSideBySide sends the same tokens to settee and to CouchDB 3.5.2;
 // the table is CouchDB's answers.
 func TestJWTSideBySide(t *testing.T) {
+	t.Parallel()
 	k := newJWTKeys(t)
 	future, past := time.Now().Add(time.Hour).Unix(), time.Now().Add(-time.Hour).Unix()
 	good := jwt.MapClaims{"sub": "bob", "exp": future, "_couchdb.roles": []string{"r1"}}
@@ -295,6 +296,7 @@ func TestJWTSideBySide(t *testing.T) {
 // TestJWTClaimsConfig: jwt_auth's required_claims and roles claims, as
 // CouchDB 3.5.2 reads them.
 func TestJWTClaimsConfig(t *testing.T) {
+	t.Parallel()
 	k := newJWTKeys(t)
 	future := time.Now().Add(time.Hour).Unix()
 	tok := func(claims string) map[string]string { return bearer(hs256(`{"alg":"HS256"}`, claims, k.hmac)) }

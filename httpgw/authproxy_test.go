@@ -12,6 +12,7 @@ import (
 // TestProxySideBySide sends the same X-Auth-CouchDB-* headers to settee
 // and to CouchDB 3.5.2; the table is CouchDB's answers.
 func TestProxySideBySide(t *testing.T) {
+	t.Parallel()
 	const secret = "proxysecret"
 	sha1Tok := func(name string) string {
 		m := hmac.New(sha1.New, []byte(secret))

@@ -61,6 +61,7 @@ var bodySteps = []wireStep{
 }
 
 func TestRequestBodies(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/rb", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "rb", bodySteps)

@@ -123,6 +123,7 @@ func formHdr(ct string) map[string]string {
 }
 
 func TestBulkWire(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/bw", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "bw", bulkWireSteps)

@@ -37,6 +37,7 @@ func changeIDs(ch changes) []string {
 // include_docs only when asked, style=all_docs listing the leaves that
 // match; continuous and eventsource feeds filter too.
 func TestChangesSelectorFilter(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/sel?q=4", nil, nil)
 	var docs []map[string]any
@@ -183,6 +184,7 @@ func TestChangesSelectorFilter(t *testing.T) {
 // $beginsWith $size $mod $type $all $keyMapMatch) as CouchDB's
 // mango_selector does, over the whole path from the request to the rows.
 func TestChangesSelectorOperators(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/selops?q=2", nil, nil)
 	bulkDocs(t, s, "selops", []map[string]any{
@@ -217,6 +219,7 @@ func TestChangesSelectorOperators(t *testing.T) {
 // answered by a change the selector leaves out; it waits on, and answers
 // the first change that matches.
 func TestChangesSelectorLongpoll(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/lps?q=2", nil, nil)
 	done := make(chan changes, 1)
@@ -269,6 +272,7 @@ func TestChangesSelectorLongpoll(t *testing.T) {
 // or POST; pending counts the changes not sent, as CouchDB's lookup of
 // design docs does.
 func TestChangesDesignFilter(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/dd?q=2", nil, nil)
 	bulkDocs(t, s, "dd", nDocs(6, "doc-%d"))
@@ -291,6 +295,7 @@ func TestChangesDesignFilter(t *testing.T) {
 // TestChangesFilterErrors: bad filter requests get CouchDB's status, error
 // and reason (couch_changes:configure_filter, chttpd_db).
 func TestChangesFilterErrors(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/fe", nil, nil)
 	cases := []struct {

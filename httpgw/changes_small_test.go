@@ -33,6 +33,7 @@ var changesSmallPrintSteps = []wireStep{
 }
 
 func TestChangesSmallPrint(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/cs", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "cs", changesSmallPrintSteps)

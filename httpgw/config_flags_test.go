@@ -12,6 +12,7 @@ import (
 // and the few the store or the cluster needs before _config exists are
 // set by their flag only.
 func TestConfigFlagKeys(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	_, b := c.do("GET", "/_node/_local/_config/settee", "", nil)

@@ -263,6 +263,7 @@ func runCORS(t *testing.T, base, user, pw, db string, steps []corsStep) {
 }
 
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/cors", nil, nil)
 	runCORS(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "cors", corsSteps)
@@ -278,6 +279,7 @@ func TestCORSAsCouchDB(t *testing.T) {
 // A value a CORS key settee parses cannot take is refused, and nothing
 // changes (settee's rule for the keys it honours; CouchDB stores it).
 func TestCORSConfigRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	for _, tc := range []struct{ key, val string }{
 		{"chttpd/enable_cors", "yes"},

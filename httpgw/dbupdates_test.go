@@ -259,6 +259,7 @@ func dbUpdatesSteps(t *testing.T, p dbuPeer) {
 }
 
 func TestDBUpdates(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	dbUpdatesSteps(t, dbuPeer{s.URL, testserver.AdminUser, testserver.AdminPassword})
 }
@@ -272,6 +273,7 @@ func TestDBUpdatesAsCouchDB(t *testing.T) {
 // Events are kept across restarts, one per (type, db): a second write
 // moves the db's "updated" row to a later seq.
 func TestDBUpdatesRestartAndCoalescing(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	p := dbuPeer{s.URL, testserver.AdminUser, testserver.AdminPassword}
 	p.do(t, "PUT", "/r1", "", true, 0)

@@ -493,6 +493,7 @@ func runDDocTables(t *testing.T, base, user, pw string, settle time.Duration, mk
 }
 
 func TestDDocFunctions(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	runDDocTables(t, s.URL, testserver.AdminUser, testserver.AdminPassword, 0, func(db string) {
 		mustCall(t, s, 201, "PUT", "/"+db, nil, nil)

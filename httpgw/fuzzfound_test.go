@@ -39,6 +39,7 @@ var fuzzFoundSteps = []wireStep{
 }
 
 func TestFuzzFound(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/ff", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ff", fuzzFoundSteps)

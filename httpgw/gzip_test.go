@@ -100,6 +100,7 @@ func clip(b []byte) string {
 // Request bodies sent gzip-encoded (kivik's default) are read as CouchDB
 // reads them, wherever a body is read; bad encodings get CouchDB's errors.
 func TestGzipBodies(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	for _, c := range gzipCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,6 +129,7 @@ func TestGzipBodiesAsCouchDB(t *testing.T) {
 // limit is passed: the bytes inflated are bounded by it, whatever the
 // body would inflate to, and nothing is written.
 func TestGzipBombIsBoundedByTheRequestLimit(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t, func(c *node.Config) { c.MaxRequestSize = 1 << 20 })
 	mustCall(t, s, 201, "PUT", "/bomb", nil, nil)
 	// 64 MB of zeros in a 64 KB body; then bodies just past and within the limit

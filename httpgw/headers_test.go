@@ -96,6 +96,7 @@ var headerSteps = []wireStep{
 }
 
 func TestAnswerHeaders(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/hd", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "hd", headerSteps)

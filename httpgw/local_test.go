@@ -84,6 +84,7 @@ var localDocSteps = []wireStep{
 }
 
 func TestLocalDocPaths(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/ld", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ld", localDocSteps)

@@ -95,6 +95,7 @@ func doAs(user, pw, method, u, body string) (int, []byte, error) {
 // strictly past the bookmark's position and misses nothing. The test
 // lets CouchDB off that one doc per such page, never settee.
 func TestMangoPagingWhileWriting(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	runPaging(t, pgServer{s.URL, testserver.AdminUser, testserver.AdminPassword, true})
 }
@@ -569,6 +570,7 @@ const mangoExaminedWarning = "The number of documents examined is high in propor
 //	settee:  the same 7 docs, "execution_stats":{"total_keys_examined":100,"total_docs_examined":100,...},
 //	         "warning":"The number of documents examined is high in proportion to ..."
 func TestMangoPagingExamined(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/examined", nil, nil)
 	var docs []map[string]any

@@ -113,6 +113,7 @@ var mangoSteps = []viewStep{
 }
 
 func TestMango(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/mango", nil, nil)
 	runViewSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "mango", mangoSteps)
@@ -133,6 +134,7 @@ func TestMangoAsCouchDB(t *testing.T) {
 // without an index (off by default), letting indexed queries and _id
 // ranges through.
 func TestMangoServedFieldsAndScanGuard(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	c.do("PUT", "/guard", "", nil)

@@ -383,6 +383,7 @@ func partitionRestart(t *testing.T, base func() string, user, pw string, restart
 }
 
 func TestPartitionStatsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	partitionRestart(t, func() string { return s.URL }, testserver.AdminUser, testserver.AdminPassword, func() { s.Restart(t) })
 }
@@ -552,6 +553,7 @@ func partitionReplication(t *testing.T, base, user, pw string, endpoints map[str
 }
 
 func TestPartitionReplication(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	httpEP := func(db string) string {
 		u, _ := url.Parse(s.URL + "/" + db)

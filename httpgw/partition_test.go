@@ -646,6 +646,7 @@ func checkPartitionExtras(t *testing.T, base, user, pw, db string) {
 }
 
 func TestPartition(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	runViewSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ptdb", partitionSteps)
 	checkPartitionExtras(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ptdb")

@@ -55,6 +55,7 @@ func sample(mfs map[string]*dto.MetricFamily, name string, want map[string]strin
 }
 
 func TestPrometheusScrape(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/prom", nil, nil)
 	mustCall(t, s, 201, "PUT", "/prom/a", `{"v":1}`, nil)
@@ -119,6 +120,7 @@ func TestPrometheusScrape(t *testing.T) {
 }
 
 func TestPrometheusAdminOnly(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	resp, err := http.DefaultClient.Do(s.NewRequest(t, "GET", "/_node/_local/_prometheus", nil))
 	if err != nil {

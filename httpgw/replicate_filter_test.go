@@ -15,6 +15,7 @@ import (
 // the docs the filter passes, whether the source is this node's database
 // or one reached over HTTP (whose _changes?filter= runs it).
 func TestReplicateWithFilter(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	c.do("PUT", "/fsrc", "", nil)

@@ -13,6 +13,7 @@ import (
 // CouchDB keeps them), a missing doc's as given, the leaves below the highest missing rev as
 // possible ancestors, docs lacking nothing left out.
 func TestRevsDiffAnswer(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/db", nil, nil)
 	mustCall(t, s, 201, "POST", "/db/_bulk_docs", `{"new_edits":false,"docs":[

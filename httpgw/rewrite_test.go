@@ -231,6 +231,7 @@ func runRewriteTable(t *testing.T, base, user, pw string, mkdb func(db string)) 
 }
 
 func TestRewrite(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	runRewriteTable(t, s.URL, testserver.AdminUser, testserver.AdminPassword, func(db string) {
 		mustCall(t, s, 201, "PUT", "/"+db, nil, nil)

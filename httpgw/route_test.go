@@ -6,6 +6,7 @@ import (
 )
 
 func TestRouteLabel(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		path, want string
 	}{

@@ -215,6 +215,7 @@ func setUpRowAtts(t *testing.T, base, user, pw, db string) {
 // attachments=true (and att_encoding_info, atts_since) in _all_docs,
 // _changes and _bulk_get rows, as CouchDB answers them (issue 15).
 func TestRowAttachments(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	setUpRowAtts(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ra")
 	runAttSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "ra", rowAttSteps)
@@ -378,6 +379,7 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 // feed=eventsource as CouchDB frames it: Last-Event-ID, heartbeats, the
 // newlines at the start and the end; and the other feeds' bytes (issue 15).
 func TestEventSourceFraming(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	runESSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "es")
 }

@@ -6,6 +6,7 @@ import "testing"
 // list; total_rows stays the count, offset is skip at most the count (as
 // CouchDB's min(Skip, Total)).
 func TestSchedulerPage(t *testing.T) {
+	t.Parallel()
 	in := []byte(`{"total_rows":3,"offset":0,"jobs":[{"id":"a"},{"id":"b"},{"id":"c"}]}`)
 	for _, c := range []struct {
 		limit, skip int

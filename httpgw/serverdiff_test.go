@@ -127,6 +127,7 @@ var serverDiffSteps = []wireStep{
 }
 
 func TestServerDiff(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/sd", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "sd", serverDiffSteps)

@@ -180,6 +180,7 @@ func runSteps(t *testing.T, base, user, pw, db string, steps []wireStep) {
 // (missing or deleted, whatever the rev), not a conflict; a deleted doc
 // is re-created without a rev and refuses one.
 func TestDeleteAndDeletedDocs(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/del", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "del", deleteSteps)
@@ -193,6 +194,7 @@ func TestDeleteAndDeletedDocsAsCouchDB(t *testing.T) {
 // Every answer carries X-Couch-Request-ID: the client's own when it sent
 // one, else ten hex digits, new for each request, as CouchDB.
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	hex10 := regexp.MustCompile(`^[0-9a-f]{10}$`)
 	seen := map[string]bool{}
@@ -238,6 +240,7 @@ func TestRequestID(t *testing.T) {
 // The welcome lists only the features settee has: a client that sees
 // "reshard" there uses it.
 func TestWelcomeFeatures(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	var w struct{ Features []string }
 	mustCall(t, s, 200, "GET", "/", nil, &w)
@@ -317,6 +320,7 @@ var smallPrintSteps = []wireStep{
 }
 
 func TestSmallPrint(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	mustCall(t, s, 201, "PUT", "/sp", nil, nil)
 	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "sp", smallPrintSteps)

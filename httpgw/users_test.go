@@ -93,6 +93,7 @@ var userSteps = []wireStep{
 }
 
 func TestUsersDB(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	// CouchDB writes _design/_auth when its auth cache first opens
 	// _users, some seconds after the database exists; settee at start

@@ -16,6 +16,7 @@ import (
 // themselves, over enough rows for many buckets, after inserts, edits
 // (rows that move) and deletes.
 func TestViewOffsets(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	c.do("PUT", "/off", "", nil)

@@ -16,6 +16,7 @@ import (
 // deletes and new docs changed some buckets (whose kept reductions must
 // go).
 func TestViewRangeReduce(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	c.do("PUT", "/rr?q=2", "", nil)

@@ -13,6 +13,7 @@ import (
 // A build of more than a batch shows in _active_tasks as CouchDB's
 // indexer tasks do, with its progress, and is gone when it ends.
 func TestViewIndexerTask(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	c.do("PUT", "/tk?q=1", "", nil)
@@ -80,6 +81,7 @@ func TestViewIndexerTask(t *testing.T) {
 // request timeout does not end it (CouchDB 3.5.2 answers 500 timeout
 // after 60 s and goes on building).
 func TestViewBuildOutlastsRequestTimeout(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
 	c.do("PUT", "/lt?q=1", "", nil)

@@ -1109,6 +1109,7 @@ func couchSettles(steps []viewStep) []viewStep {
 }
 
 func TestViews(t *testing.T) {
+	t.Parallel()
 	s := testserver.Start(t)
 	// the steps after "late" read a stale index: the background refresh
 	// is off, as CouchDB's ken is held off for TestViewsAsCouchDB

@@ -41,6 +41,9 @@ func loadOrCreate(db *badger.DB, key []byte, mk func() ([]byte, error)) ([]byte,
 // one with a generated password shown once.
 func (n *Node) loadAdmin() (*auth.Credential, error) {
 	iters := auth.DefaultIterations
+	if n.cfg.AdminIterations > 0 {
+		iters = n.cfg.AdminIterations
+	}
 	if user, pw, ok := strings.Cut(n.cfg.Admin, ":"); ok {
 		var stored auth.Credential
 		if b, err := n.get(keyAdmin); err == nil && b != nil && json.Unmarshal(b, &stored) == nil &&

@@ -17,9 +17,14 @@ type Config struct {
 	DataDir  string // badger and node files
 	HTTPAddr string // host:port; port 0 picks one
 	Admin    string // "user:password"; empty uses the stored admin or generates one
-	Name     string // node name, e.g. settee@127.0.0.1
-	Q        int    // default shards per new database
-	N        int    // default copies of each shard (capped by the node count)
+	// AdminIterations is the PBKDF2 iteration count of the start admin's
+	// hash (0: CouchDB 3.5's 600,000). The tests lower it: one hash at
+	// 600,000 iterations costs a second or more under the race detector,
+	// and every test server hashes its admin as it starts.
+	AdminIterations int
+	Name            string // node name, e.g. settee@127.0.0.1
+	Q               int    // default shards per new database
+	N               int    // default copies of each shard (capped by the node count)
 	// MemoryMB is the node's budget for badger's caches and memtables.
 	MemoryMB int
 	// ValueLogFileMB is the size of badger's value-log files (0: 16), the
@@ -109,6 +114,9 @@ func (c Config) Validate() error {
 		if !ok || u == "" || p == "" {
 			errs = append(errs, errors.New("admin must be user:password"))
 		}
+	}
+	if c.AdminIterations < 0 {
+		errs = append(errs, fmt.Errorf("admin iterations must not be negative, got %d", c.AdminIterations))
 	}
 	if c.MemoryMB < 32 {
 		errs = append(errs, fmt.Errorf("memory budget must be at least 32 MB, got %d", c.MemoryMB))

@@ -41,6 +41,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.Admin = AdminUser + ":" + AdminPassword
 	cfg.MemoryMB = 64
+	// a start hashes the admin's password: CouchDB's 600,000 PBKDF2
+	// iterations were most of the httpgw tests' CPU under -race
+	cfg.AdminIterations = 1000
 	if os.Getenv("SETTEE_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
