@@ -373,19 +373,19 @@ func TestConfigFlags(t *testing.T) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
 	if cfg.Docs != 100000 || cfg.BatchSize != 1000 || cfg.DocSize != DocMedium || cfg.IndividualDocs != 1000 || cfg.Concurrency < 2 ||
-		cfg.Readers != 130 || cfg.HotReads != 10000 || cfg.Writers != 130 || cfg.WriterDocs != 10000 || cfg.NoCeiling {
+		cfg.Readers != 130 || cfg.HotReads != 10000 || cfg.Writers != 130 || cfg.WriterDocs != 10000 || cfg.StreamPasses != 5 || cfg.NoCeiling {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	err := fs.Parse([]string{"--url", "http://a:b@h:1", "--docs", "10", "--batch-size", "5", "--doc-size", "large",
 		"--individual-docs", "7", "--gets", "3", "--q", "8", "--n", "3", "--concurrency", "2", "--json",
 		"--update-same-doc", "--pregen-mb", "64", "--writer-db", "other",
-		"--readers", "9", "--hot-reads", "99", "--writers", "6", "--writer-docs", "66", "--no-ceiling"})
+		"--readers", "9", "--hot-reads", "99", "--writers", "6", "--writer-docs", "66", "--stream-passes", "3", "--no-ceiling"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := Config{URL: "http://a:b@h:1", Docs: 10, BatchSize: 5, DocSize: DocLarge, IndividualDocs: 7, Gets: 3, Q: 8, N: 3,
 		Concurrency: 2, JSON: true, UpdateSameDoc: true, PregenMB: 64, WriterDB: WriterOther,
-		Readers: 9, HotReads: 99, Writers: 6, WriterDocs: 66, NoCeiling: true}
+		Readers: 9, HotReads: 99, Writers: 6, WriterDocs: 66, StreamPasses: 3, NoCeiling: true}
 	if cfg != w {
 		t.Errorf("parsed %+v\nwant   %+v", cfg, w)
 	}

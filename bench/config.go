@@ -57,6 +57,11 @@ type Config struct {
 	// Writers is how many clients PUT new small docs at once in the many
 	// writers phase; WriterDocs is how many docs they write in all.
 	Writers, WriterDocs int
+	// StreamPasses is how many times each streamed phase (_all_docs, with
+	// include_docs, _changes) reads the whole database; its rows/s is the
+	// median pass's. One pass of 20,000 rows lasts about 15 ms, short
+	// enough for a scheduler hiccup to move the figure by a third.
+	StreamPasses int
 	// NoCeiling skips the GET ceiling: the get phase's requests sent to a
 	// bare net/http server (a child process, see CeilingChild) that answers
 	// each with the bytes the server under test answered for one doc.
@@ -119,6 +124,7 @@ func DefaultConfig() Config {
 		HotReads:       10000,
 		Writers:        130,
 		WriterDocs:     10000,
+		StreamPasses:   5,
 		PregenMB:       256,
 		ProgressEvery:  time.Second,
 	}
@@ -141,6 +147,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HotReads, "hot-reads", d.HotReads, "hot read phase: GETs of the one doc in all (ab -n)")
 	fs.IntVar(&c.Writers, "writers", d.Writers, "many writers phase: clients PUTting new small docs at once")
 	fs.IntVar(&c.WriterDocs, "writer-docs", d.WriterDocs, "many writers phase: small docs PUT in all")
+	fs.IntVar(&c.StreamPasses, "stream-passes", d.StreamPasses, "streamed phases (_all_docs, include_docs, _changes): whole reads of each, rows/s from the median pass (fabric_bench: 1)")
 	fs.BoolVar(&c.NoCeiling, "no-ceiling", false, "skip the GET ceiling: the get phase's requests sent to a bare net/http server (this binary started again) answering one doc's bytes")
 	fs.BoolVar(&c.UpdateSameDoc, "update-same-doc", false, "single doc phase updates one doc with its _rev instead of creating new docs")
 	fs.IntVar(&c.PregenMB, "pregen-mb", d.PregenMB, "MB of doc bodies generated before a phase's clock starts")
@@ -193,6 +200,9 @@ func (c Config) withDefaults() Config {
 	if c.WriterDocs == 0 {
 		c.WriterDocs = d.WriterDocs
 	}
+	if c.StreamPasses == 0 {
+		c.StreamPasses = d.StreamPasses
+	}
 	if c.PregenMB == 0 {
 		c.PregenMB = d.PregenMB
 	}
@@ -219,6 +229,7 @@ func (c Config) Validate() error {
 		{"docs", c.Docs}, {"batch-size", c.BatchSize}, {"individual-docs", c.IndividualDocs},
 		{"gets", c.Gets}, {"concurrency", c.Concurrency}, {"pregen-mb", c.PregenMB},
 		{"readers", c.Readers}, {"hot-reads", c.HotReads}, {"writers", c.Writers}, {"writer-docs", c.WriterDocs},
+		{"stream-passes", c.StreamPasses},
 	} {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s must be at least 1, got %d", ErrConfig, f.name, f.v)

@@ -25,9 +25,10 @@
 //  4. Hot read (seed 004's ab -c 130 -n 10000): one doc the add phase wrote
 //     GET by Readers clients at once, HotReads GETs in all; every answer
 //     must be a 200 with the doc's _id.
-//  5. All docs: one streamed GET /db/_all_docs, rows/s.
+//  5. All docs: streamed GETs of /db/_all_docs, StreamPasses of them
+//     (fabric_bench: one), rows/s of the median pass.
 //  6. All docs w/ include_docs: the same with include_docs=true.
-//  7. Changes: one streamed GET /db/_changes, rows/s.
+//  7. Changes: the same of /db/_changes.
 //  8. Single doc updates: IndividualDocs sequential PUT /db/<random id> of new
 //     documents, as fabric_bench's put_docs does (UpdateSameDoc instead
 //     rewrites one document, passing its _rev each time).

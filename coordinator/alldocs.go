@@ -46,6 +46,9 @@ type cursor struct {
 	ref  *pb.ShardRef
 	q    *pb.ReadRange
 	rows []*pb.Row
+	// a json_rows page, and the index of its next row
+	page *pb.RangeReply
+	at   int
 	done bool
 	// ahead delivers the page asked for in advance (nil: none asked)
 	ahead chan pageResult
@@ -56,8 +59,40 @@ type pageResult struct {
 	err error
 }
 
+// empty is whether the cursor holds no row now (fill asks for more).
+func (cu *cursor) empty() bool {
+	if cu.q.JsonRows {
+		return cu.page == nil || cu.at >= len(cu.page.JsonEnds)
+	}
+	return len(cu.rows) == 0
+}
+
+// key is the id of the cursor's next row.
+func (cu *cursor) key() []byte {
+	if cu.q.JsonRows {
+		return cu.page.Ids[cu.end(cu.page.IdEnds, cu.at-1):cu.page.IdEnds[cu.at]]
+	}
+	return rowKey(cu.rows[0])
+}
+
+// end is ends[i], or 0 for i -1: where row i+1 of a json_rows page starts.
+func (cu *cursor) end(ends []uint32, i int) uint32 {
+	if i < 0 {
+		return 0
+	}
+	return ends[i]
+}
+
+// nextJSON takes the next row of a json_rows page.
+func (cu *cursor) nextJSON() []byte {
+	p := cu.page
+	b := p.Json[cu.end(p.JsonEnds, cu.at-1):p.JsonEnds[cu.at]]
+	cu.at++
+	return b
+}
+
 func (cu *cursor) fill(ctx context.Context, c *Coordinator) error {
-	for len(cu.rows) == 0 && !cu.done {
+	for cu.empty() && !cu.done {
 		var r *pb.RangeReply
 		var err error
 		if cu.ahead != nil {
@@ -73,10 +108,20 @@ func (cu *cursor) fill(ctx context.Context, c *Coordinator) error {
 		if r.Error != nil {
 			return r.Error
 		}
-		cu.rows = r.Rows
 		if !r.More {
 			cu.done = true
 		}
+		if cu.q.JsonRows {
+			cu.page, cu.at = r, 0
+			if r.LastKey != "" {
+				cu.q.StartKey, cu.q.HasStart, cu.q.SkipStart = r.LastKey, true, true
+				if !cu.done {
+					cu.readAhead(ctx, c)
+				}
+			}
+			continue
+		}
+		cu.rows = r.Rows
 		if n := len(r.Rows); n > 0 {
 			last := r.Rows[n-1]
 			key := last.GetInfo().GetId()
@@ -146,6 +191,22 @@ func rowKey(r *pb.Row) []byte {
 // every shard a page at a time (never the whole range in memory). Deleted
 // docs are skipped, as in CouchDB.
 func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit func(*pb.Row) error) error {
+	return c.allDocs(ctx, db, q, emit, nil)
+}
+
+// AllDocsJSON is AllDocs of rows without their docs (q.IncludeDocs and
+// q.Local must be false), each handed to emit as its JSON
+// ({"id":…,"key":…,"value":{"rev":…}}), rendered by the shard from the
+// stored record: no Row, doc info or string is made per row between the
+// record and the response. The bytes are valid during the call only.
+func (c *Coordinator) AllDocsJSON(ctx context.Context, db string, q RangeQuery, emit func(row []byte) error) error {
+	if q.IncludeDocs || q.Local {
+		return fmt.Errorf("coordinator: AllDocsJSON of docs or _local docs")
+	}
+	return c.allDocs(ctx, db, q, nil, emit)
+}
+
+func (c *Coordinator) allDocs(ctx context.Context, db string, q RangeQuery, emit func(*pb.Row) error, emitJSON func([]byte) error) error {
 	_, ranges, err := c.lookup(ctx, db)
 	if err != nil {
 		return err
@@ -160,7 +221,7 @@ func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit
 		curs[i] = &cursor{ref: c.readRef(r), q: &pb.ReadRange{
 			StartKey: q.StartKey, HasStart: q.HasStart, EndKey: q.EndKey, HasEnd: q.HasEnd,
 			InclusiveEnd: q.InclusiveEnd, Descending: q.Descending, IncludeDocs: q.IncludeDocs,
-			Local: q.Local, Limit: page,
+			Local: q.Local, Limit: page, JsonRows: emitJSON != nil,
 		}}
 	}
 	// a page read ahead is not waited for past the stream's end
@@ -181,20 +242,33 @@ func (c *Coordinator) AllDocs(ctx context.Context, db string, q RangeQuery, emit
 			if err := c.fillOrFailover(ctx, cu, ranges[i]); err != nil {
 				return err
 			}
-			if len(cu.rows) == 0 {
+			if cu.empty() {
 				continue
 			}
 			if best < 0 {
 				best = i
 				continue
 			}
-			cmp := bytes.Compare(rowKey(cu.rows[0]), rowKey(curs[best].rows[0]))
+			cmp := bytes.Compare(cu.key(), curs[best].key())
 			if (cmp < 0) != q.Descending && cmp != 0 {
 				best = i
 			}
 		}
 		if best < 0 {
 			return nil
+		}
+		if emitJSON != nil {
+			// the shard left deleted docs out
+			b := curs[best].nextJSON()
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if err := emitJSON(b); err != nil {
+				return err
+			}
+			sent++
+			continue
 		}
 		row := curs[best].rows[0]
 		curs[best].rows = curs[best].rows[1:]

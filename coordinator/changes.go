@@ -49,6 +49,10 @@ type ChangesQuery struct {
 	// SeqShown, when set, says instead which rows get their Seq: the
 	// sent-th row emitted (from 0) does where it is true.
 	SeqShown func(sent int) bool
+	// WinnerOnly says the rows' Info need only Id, Seq, Deleted and
+	// Winner: the shards do not build the rev trees (a fifth of a feed's
+	// CPU). Ignored with IncludeDocs, Selector, AllLeaves or DocFilter.
+	WinnerOnly bool
 }
 
 // ChangeRow is one row of a changes feed.
@@ -150,9 +154,10 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 	}
 	page := uint32(1000)
 	bodies := q.IncludeDocs || q.Selector != nil || q.DocFilter != nil
+	winnerOnly := q.WinnerOnly && !bodies && !q.AllLeaves
 	curs := make([]*seqCursor, len(ranges))
 	for i := range ranges {
-		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: bodies, Limit: page}
+		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: bodies, Limit: page, WinnerOnly: winnerOnly}
 		if q.Descending {
 			rq.Since, rq.Before = 0, vec[i]+1
 		}
@@ -194,7 +199,7 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 				}
 				nodes[i], vec[i] = alt.Node, 0
 				curs[i].drain()
-				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: bodies, Limit: page}}
+				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: bodies, Limit: page, WinnerOnly: winnerOnly}}
 			}
 			cu := curs[i]
 			if len(cu.rows) == 0 {

@@ -3,6 +3,7 @@ package docjson
 import (
 	"bytes"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Unquote decodes raw, a complete JSON string token including its quotes,
@@ -73,6 +74,16 @@ var safe = func() (t [utf8.RuneSelf]bool) {
 }()
 
 const hexDigits = "0123456789abcdef"
+
+// AppendBytes is AppendString of b's bytes, without a string made of them
+// (rows rendered straight from stored records).
+func AppendBytes(dst, b []byte) []byte {
+	if len(b) == 0 {
+		return append(dst, '"', '"')
+	}
+	// AppendString only reads s, and b outlives the call
+	return AppendString(dst, unsafe.String(unsafe.SliceData(b), len(b)))
+}
 
 // AppendString appends s to dst as a JSON string exactly as encoding/json
 // encodes it with HTML escaping off: '"' and '\\' escaped, control

@@ -278,9 +278,14 @@ func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQ
 		return w.err
 	}
 	var err error
-	if hasKeys {
+	switch {
+	case hasKeys:
 		err = g.keysRows(rq, db, prefix, keys, q, o, emit)
-	} else {
+	case !o.includeDocs && !q.Local:
+		// the rows as the shards rendered them (appendRow's form)
+		err = g.c.AllDocsJSON(rq.ctx, db, q, emit)
+	default:
+		var scratch []byte // one row's JSON, reused: emit copies it out
 		err = g.c.AllDocs(rq.ctx, db, q, func(row *pb.Row) error {
 			var data [][]byte
 			if o.includeDocs && row.Info != nil && !row.Info.Deleted && row.Json != nil {
@@ -289,7 +294,8 @@ func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQ
 					return err
 				}
 			}
-			return emit(g.appendRow(nil, row, o, prefix, data))
+			scratch = g.appendRow(scratch[:0], row, o, prefix, data)
+			return emit(scratch)
 		})
 	}
 	if err != nil {

@@ -267,7 +267,9 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		}
 	}
 	q := coordinator.ChangesQuery{Since: since, Descending: c.descending, Limit: c.limit, IncludeDocs: c.includeDocs,
-		Selector: c.selector, AllLeaves: c.allDocs}
+		Selector: c.selector, AllLeaves: c.allDocs,
+		// a row shows the winner alone unless style=all_docs or a doc
+		WinnerOnly: !c.allDocs && !c.includeDocs}
 	switch {
 	case c.docIDs != nil:
 		ids := c.docIDs
@@ -457,6 +459,7 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 		consumed++
 		return base == nil || base(i)
 	}
+	var buf []byte // one change's JSON, reused: the writer copies it out
 	last, err := g.c.Changes(rq.ctx, db, q, func(r *coordinator.ChangeRow) error {
 		seq := r.Seq
 		if shown != nil && !shown(n) {
@@ -469,7 +472,7 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 				return err
 			}
 		}
-		buf := g.appendChange(nil, r, seq, c, data)
+		buf = g.appendChange(buf[:0], r, seq, c, data)
 		switch style {
 		case "normal":
 			if n > 0 {
@@ -483,7 +486,8 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 			w.raw("data: ")
 			w.line(buf)
 			w.raw("\nid: ")
-			w.line(docjson.AppendString(nil, r.Seq))
+			buf = docjson.AppendString(buf[:0], r.Seq)
+			w.line(buf)
 			w.raw("\n\n")
 		}
 		n++

@@ -1862,18 +1862,21 @@ func (x *AttReply) GetError() *Error {
 // ReadRange reads one page of the by-id index (_all_docs). Pages keep memory
 // bounded: the coordinator asks again from next_key while more is set.
 type ReadRange struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StartKey      string                 `protobuf:"bytes,1,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
-	HasStart      bool                   `protobuf:"varint,2,opt,name=has_start,json=hasStart,proto3" json:"has_start,omitempty"`
-	EndKey        string                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
-	HasEnd        bool                   `protobuf:"varint,4,opt,name=has_end,json=hasEnd,proto3" json:"has_end,omitempty"`
-	InclusiveEnd  bool                   `protobuf:"varint,5,opt,name=inclusive_end,json=inclusiveEnd,proto3" json:"inclusive_end,omitempty"`
-	Descending    bool                   `protobuf:"varint,6,opt,name=descending,proto3" json:"descending,omitempty"`
-	Limit         uint32                 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
-	IncludeDocs   bool                   `protobuf:"varint,8,opt,name=include_docs,json=includeDocs,proto3" json:"include_docs,omitempty"`
-	SkipStart     bool                   `protobuf:"varint,9,opt,name=skip_start,json=skipStart,proto3" json:"skip_start,omitempty"` // start_key is exclusive (continuing a page)
-	MaxBytes      uint32                 `protobuf:"varint,10,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
-	Local         bool                   `protobuf:"varint,11,opt,name=local,proto3" json:"local,omitempty"` // read _local docs instead
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	StartKey     string                 `protobuf:"bytes,1,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	HasStart     bool                   `protobuf:"varint,2,opt,name=has_start,json=hasStart,proto3" json:"has_start,omitempty"`
+	EndKey       string                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	HasEnd       bool                   `protobuf:"varint,4,opt,name=has_end,json=hasEnd,proto3" json:"has_end,omitempty"`
+	InclusiveEnd bool                   `protobuf:"varint,5,opt,name=inclusive_end,json=inclusiveEnd,proto3" json:"inclusive_end,omitempty"`
+	Descending   bool                   `protobuf:"varint,6,opt,name=descending,proto3" json:"descending,omitempty"`
+	Limit        uint32                 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	IncludeDocs  bool                   `protobuf:"varint,8,opt,name=include_docs,json=includeDocs,proto3" json:"include_docs,omitempty"`
+	SkipStart    bool                   `protobuf:"varint,9,opt,name=skip_start,json=skipStart,proto3" json:"skip_start,omitempty"` // start_key is exclusive (continuing a page)
+	MaxBytes     uint32                 `protobuf:"varint,10,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	Local        bool                   `protobuf:"varint,11,opt,name=local,proto3" json:"local,omitempty"` // read _local docs instead
+	// json_rows answers the page as _all_docs rows already in JSON (live
+	// docs only, no include_docs): RangeReply's json/ids, no Row per doc
+	JsonRows      bool `protobuf:"varint,12,opt,name=json_rows,json=jsonRows,proto3" json:"json_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1985,6 +1988,13 @@ func (x *ReadRange) GetLocal() bool {
 	return false
 }
 
+func (x *ReadRange) GetJsonRows() bool {
+	if x != nil {
+		return x.JsonRows
+	}
+	return false
+}
+
 type Row struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Info          *FullDocInfo           `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
@@ -2054,10 +2064,19 @@ func (x *Row) GetLocal() *LocalDoc {
 }
 
 type RangeReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
-	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
-	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rows  []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	More  bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Error *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// json_rows: the page's rows, each {"id":…,"key":…,"value":{"rev":…}},
+	// back to back, row i ending at json_ends[i]; ids the raw doc ids (the
+	// merge's keys) likewise; last_key the last id read, deleted or not,
+	// where the next page starts
+	Json          []byte   `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
+	JsonEnds      []uint32 `protobuf:"varint,5,rep,packed,name=json_ends,json=jsonEnds,proto3" json:"json_ends,omitempty"`
+	Ids           []byte   `protobuf:"bytes,6,opt,name=ids,proto3" json:"ids,omitempty"`
+	IdEnds        []uint32 `protobuf:"varint,7,rep,packed,name=id_ends,json=idEnds,proto3" json:"id_ends,omitempty"`
+	LastKey       string   `protobuf:"bytes,8,opt,name=last_key,json=lastKey,proto3" json:"last_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2113,15 +2132,53 @@ func (x *RangeReply) GetError() *Error {
 	return nil
 }
 
+func (x *RangeReply) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+func (x *RangeReply) GetJsonEnds() []uint32 {
+	if x != nil {
+		return x.JsonEnds
+	}
+	return nil
+}
+
+func (x *RangeReply) GetIds() []byte {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *RangeReply) GetIdEnds() []uint32 {
+	if x != nil {
+		return x.IdEnds
+	}
+	return nil
+}
+
+func (x *RangeReply) GetLastKey() string {
+	if x != nil {
+		return x.LastKey
+	}
+	return ""
+}
+
 // ReadChanges reads one page of the by-seq index.
 type ReadChanges struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Since         uint64                 `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`
-	Descending    bool                   `protobuf:"varint,2,opt,name=descending,proto3" json:"descending,omitempty"`
-	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
-	IncludeDocs   bool                   `protobuf:"varint,4,opt,name=include_docs,json=includeDocs,proto3" json:"include_docs,omitempty"`
-	MaxBytes      uint32                 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
-	Before        uint64                 `protobuf:"varint,6,opt,name=before,proto3" json:"before,omitempty"` // descending: read seqs < before (0 = from the end)
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Since       uint64                 `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`
+	Descending  bool                   `protobuf:"varint,2,opt,name=descending,proto3" json:"descending,omitempty"`
+	Limit       uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	IncludeDocs bool                   `protobuf:"varint,4,opt,name=include_docs,json=includeDocs,proto3" json:"include_docs,omitempty"`
+	MaxBytes    uint32                 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	Before      uint64                 `protobuf:"varint,6,opt,name=before,proto3" json:"before,omitempty"` // descending: read seqs < before (0 = from the end)
+	// winner_only: the rows' infos hold id, seq, deleted and the winner,
+	// not the rev tree (a feed that shows the winner alone)
+	WinnerOnly    bool `protobuf:"varint,7,opt,name=winner_only,json=winnerOnly,proto3" json:"winner_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2196,6 +2253,13 @@ func (x *ReadChanges) GetBefore() uint64 {
 		return x.Before
 	}
 	return 0
+}
+
+func (x *ReadChanges) GetWinnerOnly() bool {
+	if x != nil {
+		return x.WinnerOnly
+	}
+	return false
 }
 
 type ChangesReply struct {
@@ -4126,7 +4190,7 @@ const file_settee_proto_rawDesc = "" +
 	"\x06digest\x18\x01 \x01(\tR\x06digest\"C\n" +
 	"\bAttReply\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12#\n" +
-	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xc7\x02\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xe4\x02\n" +
 	"\tReadRange\x12\x1b\n" +
 	"\tstart_key\x18\x01 \x01(\tR\bstartKey\x12\x1b\n" +
 	"\thas_start\x18\x02 \x01(\bR\bhasStart\x12\x17\n" +
@@ -4142,17 +4206,23 @@ const file_settee_proto_rawDesc = "" +
 	"skip_start\x18\t \x01(\bR\tskipStart\x12\x1b\n" +
 	"\tmax_bytes\x18\n" +
 	" \x01(\rR\bmaxBytes\x12\x14\n" +
-	"\x05local\x18\v \x01(\bR\x05local\"\x8f\x01\n" +
+	"\x05local\x18\v \x01(\bR\x05local\x12\x1b\n" +
+	"\tjson_rows\x18\f \x01(\bR\bjsonRows\"\x8f\x01\n" +
 	"\x03Row\x12'\n" +
 	"\x04info\x18\x01 \x01(\v2\x13.settee.FullDocInfoR\x04info\x12\x12\n" +
 	"\x04json\x18\x02 \x01(\fR\x04json\x12#\n" +
 	"\x04atts\x18\x03 \x03(\v2\x0f.settee.AttMetaR\x04atts\x12&\n" +
-	"\x05local\x18\x04 \x01(\v2\x10.settee.LocalDocR\x05local\"f\n" +
+	"\x05local\x18\x04 \x01(\v2\x10.settee.LocalDocR\x05local\"\xdd\x01\n" +
 	"\n" +
 	"RangeReply\x12\x1f\n" +
 	"\x04rows\x18\x01 \x03(\v2\v.settee.RowR\x04rows\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"\xb1\x01\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\x12\x12\n" +
+	"\x04json\x18\x04 \x01(\fR\x04json\x12\x1b\n" +
+	"\tjson_ends\x18\x05 \x03(\rR\bjsonEnds\x12\x10\n" +
+	"\x03ids\x18\x06 \x01(\fR\x03ids\x12\x17\n" +
+	"\aid_ends\x18\a \x03(\rR\x06idEnds\x12\x19\n" +
+	"\blast_key\x18\b \x01(\tR\alastKey\"\xd2\x01\n" +
 	"\vReadChanges\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x04R\x05since\x12\x1e\n" +
 	"\n" +
@@ -4161,7 +4231,9 @@ const file_settee_proto_rawDesc = "" +
 	"\x05limit\x18\x03 \x01(\rR\x05limit\x12!\n" +
 	"\finclude_docs\x18\x04 \x01(\bR\vincludeDocs\x12\x1b\n" +
 	"\tmax_bytes\x18\x05 \x01(\rR\bmaxBytes\x12\x16\n" +
-	"\x06before\x18\x06 \x01(\x04R\x06before\"\x87\x01\n" +
+	"\x06before\x18\x06 \x01(\x04R\x06before\x12\x1f\n" +
+	"\vwinner_only\x18\a \x01(\bR\n" +
+	"winnerOnly\"\x87\x01\n" +
 	"\fChangesReply\x12\x1f\n" +
 	"\x04rows\x18\x01 \x03(\v2\v.settee.RowR\x04rows\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12\x1d\n" +

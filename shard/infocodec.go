@@ -308,35 +308,54 @@ func appendHex(dst, b []byte) []byte {
 	return dst
 }
 
-// decodeWinner reads of a doc info record only what an _all_docs row
-// without its doc shows: the id, seq, deleted flag and winning rev. It
-// walks the nodes for their positions but builds none of them (no rev
-// tree, no hashes but the winner's): decodeInfo was a fifth of an
-// _all_docs stream's CPU.
-func decodeWinner(b []byte, info *pb.FullDocInfo) error {
+// winnerRef is what an _all_docs row without its doc shows of a doc info
+// record (id, deleted flag, winning rev), as slices of the record: valid
+// while the record is, and read without building anything.
+type winnerRef struct {
+	id      []byte
+	seq     uint64
+	deleted bool
+	// the winner: str when the record holds it as a string, else
+	// pos-hash (hash in hex when hex16); none when the doc has no nodes
+	str   []byte
+	pos   uint64
+	hash  []byte
+	hex16 bool
+	none  bool
+}
+
+// errNotV1 is a record in the older protobuf form, which readWinner does
+// not walk (decodeWinner does).
+var errNotV1 = errors.New("shard: doc info is not in the v1 form")
+
+// readWinner walks a v1 doc info record for its winner. It walks the
+// nodes for their positions but builds none of them (no rev tree, no
+// hashes but the winner's): decodeInfo was a fifth of an _all_docs
+// stream's CPU.
+func readWinner(b []byte, w *winnerRef) error {
 	if len(b) == 0 || b[0] != infoCodecV1 {
-		if err := proto.Unmarshal(b, info); err != nil {
-			return err
-		}
-		info.Nodes = nil
-		return nil
+		return errNotV1
 	}
+	*w = winnerRef{}
 	d := infoDecoder{b: b[1:]}
-	info.Id = string(d.bytes())
-	info.Seq = d.uvarint()
+	w.id = d.bytes()
+	w.seq = d.uvarint()
 	flags := d.byte()
-	info.Deleted = flags&infoDeleted != 0
-	var winner uint64
+	w.deleted = flags&infoDeleted != 0
 	if flags&infoWinnerString != 0 {
-		info.Winner = string(d.bytes())
+		w.str = d.bytes()
+		if w.str == nil {
+			w.str = []byte{}
+		}
 		return d.err
 	}
-	winner = d.uvarint()
+	winner := d.uvarint()
 	n := d.uvarint()
 	if d.err != nil || n > uint64(len(d.b)/3) || winner > n {
 		return errBadInfo
 	}
 	if winner == 0 {
+		w.none = true
 		return nil
 	}
 	var posBuf [32]uint64
@@ -375,15 +394,46 @@ func decodeWinner(b []byte, info *pb.FullDocInfo) error {
 			return errBadInfo
 		}
 		if i == winner-1 {
-			w := strconv.AppendUint(make([]byte, 0, 24+2*len(hash)), np, 10)
-			w = append(w, '-')
-			if hex16 {
-				w = appendHex(w, hash)
-			} else {
-				w = append(w, hash...)
-			}
-			info.Winner = string(w)
+			w.pos, w.hash, w.hex16 = np, hash, hex16
 		}
+	}
+	return nil
+}
+
+// appendRev appends the winning rev ("" when the doc has no nodes).
+func (w *winnerRef) appendRev(dst []byte) []byte {
+	switch {
+	case w.str != nil:
+		return append(dst, w.str...)
+	case w.none:
+		return dst
+	}
+	dst = strconv.AppendUint(dst, w.pos, 10)
+	dst = append(dst, '-')
+	if w.hex16 {
+		return appendHex(dst, w.hash)
+	}
+	return append(dst, w.hash...)
+}
+
+// decodeWinner reads of a doc info record only what an _all_docs row
+// without its doc shows: the id, seq, deleted flag and winning rev.
+func decodeWinner(b []byte, info *pb.FullDocInfo) error {
+	var w winnerRef
+	switch err := readWinner(b, &w); err {
+	case nil:
+	case errNotV1:
+		if err := proto.Unmarshal(b, info); err != nil {
+			return err
+		}
+		info.Nodes = nil
+		return nil
+	default:
+		return err
+	}
+	info.Id, info.Seq, info.Deleted = string(w.id), w.seq, w.deleted
+	if !w.none {
+		info.Winner = string(w.appendRev(make([]byte, 0, 24+2*len(w.hash))))
 	}
 	return nil
 }

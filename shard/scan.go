@@ -6,6 +6,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -35,6 +36,7 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 	if m.Local {
 		prefix = s.k.localPrefix()
 	}
+	var lastID []byte // json_rows: the last id read, where the next page starts
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
@@ -65,7 +67,7 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 		if m.HasEnd {
 			endKey = []byte(m.EndKey)
 		}
-		size := 0
+		size, read := 0, 0
 		for it.Seek(seek); it.Valid(); it.Next() {
 			item := it.Item()
 			id := item.Key()[len(prefix):]
@@ -87,9 +89,19 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 					return nil
 				}
 			}
-			if len(reply.Rows) >= rows || size >= maxBytes {
+			if read >= rows || size >= maxBytes {
 				reply.More = true
 				return nil
+			}
+			read++
+			if m.JsonRows {
+				n, err := appendJSONRow(reply, item)
+				if err != nil {
+					return err
+				}
+				size += n
+				lastID = append(lastID[:0], id...)
+				continue
 			}
 			row := &pb.Row{}
 			if m.Local {
@@ -125,7 +137,48 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 	if err != nil {
 		reply.Error = perr(ErrInternal.Code, err.Error())
 	}
+	reply.LastKey = string(lastID)
 	return reply
+}
+
+// appendJSONRow adds a by-id record to a json_rows page: its id, and its
+// _all_docs row unless the doc is deleted; it returns the bytes added.
+func appendJSONRow(reply *pb.RangeReply, item *badger.Item) (int, error) {
+	n := 0
+	err := item.Value(func(v []byte) error {
+		var w winnerRef
+		var info *pb.FullDocInfo
+		switch err := readWinner(v, &w); err {
+		case nil:
+		case errNotV1: // an older record: decoded, then shown the same way
+			info = &pb.FullDocInfo{}
+			if err := decodeWinner(v, info); err != nil {
+				return err
+			}
+			w = winnerRef{id: []byte(info.Id), deleted: info.Deleted, str: []byte(info.Winner)}
+		default:
+			return err
+		}
+		if w.deleted {
+			return nil // _all_docs shows live docs only
+		}
+		start := len(reply.Json)
+		b := append(reply.Json, `{"id":`...)
+		b = docjson.AppendBytes(b, w.id)
+		b = append(b, `,"key":`...)
+		b = docjson.AppendBytes(b, w.id)
+		b = append(b, `,"value":{"rev":`...)
+		var rb [64]byte
+		b = docjson.AppendBytes(b, w.appendRev(rb[:0]))
+		b = append(b, `}}`...)
+		reply.Json = b
+		reply.JsonEnds = append(reply.JsonEnds, uint32(len(b)))
+		reply.Ids = append(reply.Ids, w.id...)
+		reply.IdEnds = append(reply.IdEnds, uint32(len(reply.Ids)))
+		n = len(b) - start + len(w.id)
+		return nil
+	})
+	return n, err
 }
 
 // addWinnerBody puts the winning revision's body in row (include_docs) and
@@ -151,6 +204,10 @@ func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 		opts.Prefix = prefix
 		opts.Reverse = m.Descending
 		opts.PrefetchValues = false // values in the LSM tree: see readRange
+		decode := decodeInfo
+		if m.WinnerOnly && !m.IncludeDocs {
+			decode = decodeWinner
+		}
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		var seek []byte
@@ -170,7 +227,7 @@ func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 				return nil
 			}
 			info := &pb.FullDocInfo{}
-			if err := it.Item().Value(func(v []byte) error { return decodeInfo(v, info) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error { return decode(v, info) }); err != nil {
 				return err
 			}
 			row := &pb.Row{Info: info}
