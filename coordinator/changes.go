@@ -53,6 +53,10 @@ type ChangesQuery struct {
 	// Winner: the shards do not build the rev trees (a fifth of a feed's
 	// CPU). Ignored with IncludeDocs, Selector, AllLeaves or DocFilter.
 	WinnerOnly bool
+	// JSONRows (with WinnerOnly, and no Filter) asks for the rows as the
+	// shards render them: ChangeRow.Fragment instead of Info, and one
+	// ChangeRow reused for every row (valid during emit only).
+	JSONRows bool
 }
 
 // ChangeRow is one row of a changes feed.
@@ -64,14 +68,21 @@ type ChangeRow struct {
 	// Revs (Selector with AllLeaves) are the leaves that matched, in
 	// revtree.Leaves' order; nil otherwise.
 	Revs []string
+	// Fragment (JSONRows) is the row's JSON after its seq:
+	// "id":…,"changes":[{"rev":…}], then ,"deleted":true for a deleted
+	// doc; Info is nil then.
+	Fragment []byte
 }
 
 // seqCursor pages through one copy's by-seq index, a page ahead as
 // _all_docs' cursor does.
 type seqCursor struct {
-	ref   *pb.ShardRef
-	q     *pb.ReadChanges
-	rows  []*pb.Row
+	ref  *pb.ShardRef
+	q    *pb.ReadChanges
+	rows []*pb.Row
+	// a json_rows page, and the index of its next change
+	page  *pb.ChangesReply
+	at    int
 	done  bool
 	ahead chan changesPage // the page asked in advance (nil: none)
 }
@@ -81,8 +92,35 @@ type changesPage struct {
 	err error
 }
 
+// empty is whether the cursor holds no change now (fill asks for more).
+func (cu *seqCursor) empty() bool {
+	if cu.q.JsonRows {
+		return cu.page == nil || cu.at >= len(cu.page.Seqs)
+	}
+	return len(cu.rows) == 0
+}
+
+// seq is the seq of the cursor's next change.
+func (cu *seqCursor) seq() uint64 {
+	if cu.q.JsonRows {
+		return cu.page.Seqs[cu.at]
+	}
+	return cu.rows[0].Info.Seq
+}
+
+// nextJSON takes the next change of a json_rows page.
+func (cu *seqCursor) nextJSON() (uint64, []byte) {
+	p, i := cu.page, cu.at
+	start := uint32(0)
+	if i > 0 {
+		start = p.JsonEnds[i-1]
+	}
+	cu.at++
+	return p.Seqs[i], p.Json[start:p.JsonEnds[i]]
+}
+
 func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {
-	for len(cu.rows) == 0 && !cu.done {
+	for cu.empty() && !cu.done {
 		var r *pb.ChangesReply
 		var err error
 		if cu.ahead != nil {
@@ -98,10 +136,21 @@ func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {
 		if r.Error != nil {
 			return r.Error
 		}
-		cu.rows = r.Rows
 		cu.done = !r.More
-		if n := len(r.Rows); n > 0 {
-			s := r.Rows[n-1].Info.Seq
+		n := len(r.Rows)
+		var s uint64
+		if cu.q.JsonRows {
+			cu.page, cu.at, n = r, 0, len(r.Seqs)
+			if n > 0 {
+				s = r.Seqs[n-1]
+			}
+		} else {
+			cu.rows = r.Rows
+			if n > 0 {
+				s = r.Rows[n-1].Info.Seq
+			}
+		}
+		if n > 0 {
 			if cu.q.Descending {
 				cu.q.Before = s
 			} else {
@@ -155,9 +204,11 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 	page := uint32(1000)
 	bodies := q.IncludeDocs || q.Selector != nil || q.DocFilter != nil
 	winnerOnly := q.WinnerOnly && !bodies && !q.AllLeaves
+	jsonRows := winnerOnly && q.JSONRows && q.Filter == nil
+	var shared ChangeRow // jsonRows: every row's, reused
 	curs := make([]*seqCursor, len(ranges))
 	for i := range ranges {
-		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: bodies, Limit: page, WinnerOnly: winnerOnly}
+		rq := &pb.ReadChanges{Since: vec[i], Descending: q.Descending, IncludeDocs: bodies, Limit: page, WinnerOnly: winnerOnly, JsonRows: jsonRows}
 		if q.Descending {
 			rq.Since, rq.Before = 0, vec[i]+1
 		}
@@ -199,17 +250,17 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 				}
 				nodes[i], vec[i] = alt.Node, 0
 				curs[i].drain()
-				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: bodies, Limit: page, WinnerOnly: winnerOnly}}
+				curs[i] = &seqCursor{ref: alt, q: &pb.ReadChanges{IncludeDocs: bodies, Limit: page, WinnerOnly: winnerOnly, JsonRows: jsonRows}}
 			}
 			cu := curs[i]
-			if len(cu.rows) == 0 {
+			if cu.empty() {
 				continue
 			}
 			if best < 0 {
 				best = i
 				continue
 			}
-			a, b := cu.rows[0].Info.Seq, curs[best].rows[0].Info.Seq
+			a, b := cu.seq(), curs[best].seq()
 			if (!q.Descending && a < b) || (q.Descending && a > b) {
 				best = i
 			}
@@ -217,22 +268,35 @@ func (c *Coordinator) Changes(ctx context.Context, db string, q ChangesQuery, em
 		if best < 0 {
 			break
 		}
-		row := curs[best].rows[0]
-		curs[best].rows = curs[best].rows[1:]
+		var row *pb.Row
+		var rowSeq uint64
+		var frag []byte
+		if jsonRows {
+			rowSeq, frag = curs[best].nextJSON()
+		} else {
+			row = curs[best].rows[0]
+			curs[best].rows = curs[best].rows[1:]
+			rowSeq = row.Info.Seq
+		}
 		seqVec := vec
 		if q.Descending {
 			// a descending row's seq is its own position; the vector
 			// then stands just below it for that shard
 			seqVec = append([]uint64(nil), vec...)
-			seqVec[best] = row.Info.Seq
-			vec[best] = row.Info.Seq - 1
+			seqVec[best] = rowSeq
+			vec[best] = rowSeq - 1
 		} else {
-			vec[best] = row.Info.Seq
+			vec[best] = rowSeq
 		}
-		if q.Filter != nil && !q.Filter(row.Info) {
+		var cr *ChangeRow
+		if jsonRows {
+			shared = ChangeRow{Fragment: frag}
+			cr = &shared
+		} else if q.Filter != nil && !q.Filter(row.Info) {
 			continue
+		} else {
+			cr = &ChangeRow{Info: row.Info}
 		}
-		cr := &ChangeRow{Info: row.Info}
 		if q.IncludeDocs {
 			cr.Json, cr.Atts = row.Json, row.Atts
 		}

@@ -455,9 +455,16 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 		q.SeqShown = shown // the coordinator encodes only those
 	}
 	base := q.Filter
-	q.Filter = func(i *pb.FullDocInfo) bool {
-		consumed++
-		return base == nil || base(i)
+	// a feed that shows each change's winner and nothing else, unfiltered,
+	// is written from the rows the shards rendered (every row read is sent)
+	jsonRows := base == nil && q.Selector == nil && q.DocFilter == nil && !c.allDocs && !c.includeDocs
+	if jsonRows {
+		q.JSONRows = true
+	} else {
+		q.Filter = func(i *pb.FullDocInfo) bool {
+			consumed++
+			return base == nil || base(i)
+		}
 	}
 	var buf []byte // one change's JSON, reused: the writer copies it out
 	last, err := g.c.Changes(rq.ctx, db, q, func(r *coordinator.ChangeRow) error {
@@ -494,6 +501,9 @@ func (g *Gateway) changesPass(rq *req, db string, c *changesReq, q coordinator.C
 		return w.err
 	})
 	c.sent += n
+	if jsonRows {
+		consumed = n
+	}
 	if err != nil {
 		return n, q.Since, 0, err
 	}
@@ -530,6 +540,10 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 		buf = append(buf, "null"...)
 	} else {
 		buf = docjson.AppendString(buf, seq)
+	}
+	if r.Fragment != nil {
+		buf = append(append(buf, ','), r.Fragment...)
+		return append(buf, '}')
 	}
 	buf = append(buf, `,"id":`...)
 	buf = docjson.AppendString(buf, info.Id)

@@ -2178,7 +2178,10 @@ type ReadChanges struct {
 	Before      uint64                 `protobuf:"varint,6,opt,name=before,proto3" json:"before,omitempty"` // descending: read seqs < before (0 = from the end)
 	// winner_only: the rows' infos hold id, seq, deleted and the winner,
 	// not the rev tree (a feed that shows the winner alone)
-	WinnerOnly    bool `protobuf:"varint,7,opt,name=winner_only,json=winnerOnly,proto3" json:"winner_only,omitempty"`
+	WinnerOnly bool `protobuf:"varint,7,opt,name=winner_only,json=winnerOnly,proto3" json:"winner_only,omitempty"`
+	// json_rows (winner_only, no include_docs): the page as _changes rows'
+	// JSON after their seq, ChangesReply's json/seqs, no Row per change
+	JsonRows      bool `protobuf:"varint,8,opt,name=json_rows,json=jsonRows,proto3" json:"json_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2262,12 +2265,25 @@ func (x *ReadChanges) GetWinnerOnly() bool {
 	return false
 }
 
+func (x *ReadChanges) GetJsonRows() bool {
+	if x != nil {
+		return x.JsonRows
+	}
+	return false
+}
+
 type ChangesReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
-	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
-	UpdateSeq     uint64                 `protobuf:"varint,3,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"`
-	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Rows      []*Row                 `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	More      bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	UpdateSeq uint64                 `protobuf:"varint,3,opt,name=update_seq,json=updateSeq,proto3" json:"update_seq,omitempty"`
+	Error     *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// json_rows: each change as "id":…,"changes":[{"rev":…}] (and
+	// ,"deleted":true), back to back, change i ending at json_ends[i], at
+	// seq seqs[i]
+	Json          []byte   `protobuf:"bytes,5,opt,name=json,proto3" json:"json,omitempty"`
+	JsonEnds      []uint32 `protobuf:"varint,6,rep,packed,name=json_ends,json=jsonEnds,proto3" json:"json_ends,omitempty"`
+	Seqs          []uint64 `protobuf:"varint,7,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2326,6 +2342,27 @@ func (x *ChangesReply) GetUpdateSeq() uint64 {
 func (x *ChangesReply) GetError() *Error {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *ChangesReply) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+func (x *ChangesReply) GetJsonEnds() []uint32 {
+	if x != nil {
+		return x.JsonEnds
+	}
+	return nil
+}
+
+func (x *ChangesReply) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
 	}
 	return nil
 }
@@ -4222,7 +4259,7 @@ const file_settee_proto_rawDesc = "" +
 	"\tjson_ends\x18\x05 \x03(\rR\bjsonEnds\x12\x10\n" +
 	"\x03ids\x18\x06 \x01(\fR\x03ids\x12\x17\n" +
 	"\aid_ends\x18\a \x03(\rR\x06idEnds\x12\x19\n" +
-	"\blast_key\x18\b \x01(\tR\alastKey\"\xd2\x01\n" +
+	"\blast_key\x18\b \x01(\tR\alastKey\"\xef\x01\n" +
 	"\vReadChanges\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x04R\x05since\x12\x1e\n" +
 	"\n" +
@@ -4233,13 +4270,17 @@ const file_settee_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x05 \x01(\rR\bmaxBytes\x12\x16\n" +
 	"\x06before\x18\x06 \x01(\x04R\x06before\x12\x1f\n" +
 	"\vwinner_only\x18\a \x01(\bR\n" +
-	"winnerOnly\"\x87\x01\n" +
+	"winnerOnly\x12\x1b\n" +
+	"\tjson_rows\x18\b \x01(\bR\bjsonRows\"\xcc\x01\n" +
 	"\fChangesReply\x12\x1f\n" +
 	"\x04rows\x18\x01 \x03(\v2\v.settee.RowR\x04rows\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x03 \x01(\x04R\tupdateSeq\x12#\n" +
-	"\x05error\x18\x04 \x01(\v2\r.settee.ErrorR\x05error\"A\n" +
+	"\x05error\x18\x04 \x01(\v2\r.settee.ErrorR\x05error\x12\x12\n" +
+	"\x04json\x18\x05 \x01(\fR\x04json\x12\x1b\n" +
+	"\tjson_ends\x18\x06 \x03(\rR\bjsonEnds\x12\x12\n" +
+	"\x04seqs\x18\a \x03(\x04R\x04seqs\"A\n" +
 	"\n" +
 	"WaitChange\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x04R\x05since\x12\x1d\n" +

@@ -99,3 +99,68 @@ func TestReadRangeJSONRows(t *testing.T) {
 		})
 	}
 }
+
+// A json_rows page of changes holds every change of the Row pages it
+// stands in for, in seq order with the same seqs, each rendered as the
+// _changes row after its seq.
+func TestReadChangesJSONRows(t *testing.T) {
+	f := newFixture(t)
+	var docs []*pb.DocUpdate
+	for i := range 25 {
+		docs = append(docs, &pb.DocUpdate{Id: fmt.Sprintf("d%02d", i), Body: []byte(`{"v":1}`)})
+	}
+	docs = append(docs, &pb.DocUpdate{Id: "\"\u2028", Body: []byte(`{}`)})
+	res := f.update(true, docs...)
+	f.update(true, &pb.DocUpdate{Id: "d03", Rev: res[3].Rev, Deleted: true, Body: []byte(`{}`)},
+		&pb.DocUpdate{Id: "d07", Rev: res[7].Rev, Body: []byte(`{"v":2}`)})
+	ask := func(q *pb.ReadChanges) *pb.ChangesReply {
+		t.Helper()
+		r, err := actors.Ask[*pb.ChangesReply](context.Background(), f.sys.Root, f.pid, q)
+		if err != nil || r.Error != nil {
+			t.Fatalf("read changes %v: %v %v", q, err, r.GetError())
+		}
+		return r
+	}
+	for _, desc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("descending=%v", desc), func(t *testing.T) {
+			var want []string
+			for _, r := range ask(&pb.ReadChanges{Descending: desc}).Rows {
+				row := fmt.Sprintf(`%d "id":%s,"changes":[{"rev":"%s"}]`, r.Info.Seq, docjson.AppendString(nil, r.Info.Id), r.Info.Winner)
+				if r.Info.Deleted {
+					row += `,"deleted":true`
+				}
+				want = append(want, row)
+			}
+			if len(want) != len(docs) {
+				t.Fatalf("%d changes, want %d", len(want), len(docs))
+			}
+			var got []string
+			q := &pb.ReadChanges{Descending: desc, WinnerOnly: true, JsonRows: true, Limit: 4}
+			for pages := 0; ; pages++ {
+				if pages > 100 {
+					t.Fatal("paging does not end")
+				}
+				p := ask(q)
+				if len(p.Rows) != 0 || len(p.Seqs) != len(p.JsonEnds) || len(p.Seqs) > 4 {
+					t.Fatalf("page: %d rows, %d seqs, %d ends", len(p.Rows), len(p.Seqs), len(p.JsonEnds))
+				}
+				start := uint32(0)
+				for i, end := range p.JsonEnds {
+					got = append(got, fmt.Sprintf("%d %s", p.Seqs[i], p.Json[start:end]))
+					start = end
+				}
+				if !p.More {
+					break
+				}
+				if desc {
+					q.Before = p.Seqs[len(p.Seqs)-1]
+				} else {
+					q.Since = p.Seqs[len(p.Seqs)-1]
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("json changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}

@@ -181,6 +181,42 @@ func appendJSONRow(reply *pb.RangeReply, item *badger.Item) (int, error) {
 	return n, err
 }
 
+// appendJSONChange adds a by-seq record to a json_rows page of changes
+// and returns the bytes added.
+func appendJSONChange(reply *pb.ChangesReply, item *badger.Item) (int, error) {
+	n := 0
+	err := item.Value(func(v []byte) error {
+		var w winnerRef
+		switch err := readWinner(v, &w); err {
+		case nil:
+		case errNotV1: // an older record: decoded, then shown the same way
+			info := &pb.FullDocInfo{}
+			if err := decodeWinner(v, info); err != nil {
+				return err
+			}
+			w = winnerRef{id: []byte(info.Id), seq: info.Seq, deleted: info.Deleted, str: []byte(info.Winner)}
+		default:
+			return err
+		}
+		start := len(reply.Json)
+		b := append(reply.Json, `"id":`...)
+		b = docjson.AppendBytes(b, w.id)
+		b = append(b, `,"changes":[{"rev":`...)
+		var rb [64]byte
+		b = docjson.AppendBytes(b, w.appendRev(rb[:0]))
+		b = append(b, `}]`...)
+		if w.deleted {
+			b = append(b, `,"deleted":true`...)
+		}
+		reply.Json = b
+		reply.JsonEnds = append(reply.JsonEnds, uint32(len(b)))
+		reply.Seqs = append(reply.Seqs, w.seq)
+		n = len(b) - start
+		return nil
+	})
+	return n, err
+}
+
 // addWinnerBody puts the winning revision's body in row (include_docs) and
 // returns its size; a compacted-away body leaves the row without one.
 func (s *store) addWinnerBody(txn *badger.Txn, row *pb.Row) (int, error) {
@@ -222,9 +258,17 @@ func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 		}
 		size := 0
 		for it.Seek(seek); it.Valid(); it.Next() {
-			if len(reply.Rows) >= rows || size >= maxBytes {
+			if len(reply.Rows)+len(reply.Seqs) >= rows || size >= maxBytes {
 				reply.More = true
 				return nil
+			}
+			if m.JsonRows {
+				n, err := appendJSONChange(reply, it.Item())
+				if err != nil {
+					return err
+				}
+				size += n
+				continue
 			}
 			info := &pb.FullDocInfo{}
 			if err := it.Item().Value(func(v []byte) error { return decode(v, info) }); err != nil {

@@ -2,6 +2,8 @@ package testcouch
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -74,5 +76,39 @@ func StartCluster(t testing.TB, nodes, q, copies int) *Cluster {
 		c.Password, _ = u.User.Password()
 		c.URLs = append(c.URLs, u.Scheme+"://"+u.Host)
 	}
+	c.waitMembers(t, nodes)
 	return c
+}
+
+// waitMembers waits until every node lists all n nodes in its
+// _membership's cluster_nodes: cluster.sh returns when the nodes were
+// added, and a node's own list can lag behind for a moment (a difftest
+// run once saw one node alone).
+func (c *Cluster) waitMembers(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, u := range c.URLs {
+		for {
+			var m struct {
+				ClusterNodes []string `json:"cluster_nodes"`
+			}
+			req, err := http.NewRequest(http.MethodGet, u+"/_membership", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.SetBasicAuth(c.User, c.Password)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+			}
+			if err == nil && len(m.ClusterNodes) >= n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("CouchDB cluster: %s/_membership lists %v after 60 s (err %v), want %d nodes", u, m.ClusterNodes, err, n)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 }
