@@ -17,6 +17,9 @@ const (
 	defaultPageBytes = 1 << 20
 )
 
+// rowBytesGuess is about one json_rows row: a short id twice, a rev.
+const rowBytesGuess = 96
+
 func pageLimits(limit, maxBytes uint32) (int, int) {
 	rows, bytes := int(limit), int(maxBytes)
 	if rows <= 0 || rows > defaultPageRows*10 {
@@ -32,6 +35,12 @@ func pageLimits(limit, maxBytes uint32) (int, int) {
 func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 	reply := &pb.RangeReply{}
 	rows, maxBytes := pageLimits(m.Limit, m.MaxBytes)
+	if m.JsonRows {
+		// sized for the page up front: grown by append, the page was
+		// copied about twice over
+		reply.Json = make([]byte, 0, min(rows*rowBytesGuess, maxBytes+4096))
+		reply.Ids = make([]byte, 0, rows*16)
+	}
 	prefix := s.k.idPrefix()
 	if m.Local {
 		prefix = s.k.localPrefix()
@@ -234,6 +243,9 @@ func (s *store) addWinnerBody(txn *badger.Txn, row *pb.Row) (int, error) {
 func (s *store) readChanges(m *pb.ReadChanges) *pb.ChangesReply {
 	reply := &pb.ChangesReply{}
 	rows, maxBytes := pageLimits(m.Limit, m.MaxBytes)
+	if m.JsonRows {
+		reply.Json = make([]byte, 0, min(rows*rowBytesGuess, maxBytes+4096)) // as readRange
+	}
 	prefix := s.k.seqPrefix()
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
