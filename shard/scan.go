@@ -150,22 +150,27 @@ func (s *store) readRange(m *pb.ReadRange) *pb.RangeReply {
 	return reply
 }
 
+// anyWinner is readWinner of a record in either form: an older
+// protobuf one is decoded, then seen the same way.
+func anyWinner(v []byte, w *winnerRef) error {
+	if err := readWinner(v, w); err != errNotV1 {
+		return err
+	}
+	info := &pb.FullDocInfo{}
+	if err := decodeWinner(v, info); err != nil {
+		return err
+	}
+	*w = winnerRef{id: []byte(info.Id), seq: info.Seq, deleted: info.Deleted, str: []byte(info.Winner)}
+	return nil
+}
+
 // appendJSONRow adds a by-id record to a json_rows page: its id, and its
 // _all_docs row unless the doc is deleted; it returns the bytes added.
 func appendJSONRow(reply *pb.RangeReply, item *badger.Item) (int, error) {
 	n := 0
 	err := item.Value(func(v []byte) error {
 		var w winnerRef
-		var info *pb.FullDocInfo
-		switch err := readWinner(v, &w); err {
-		case nil:
-		case errNotV1: // an older record: decoded, then shown the same way
-			info = &pb.FullDocInfo{}
-			if err := decodeWinner(v, info); err != nil {
-				return err
-			}
-			w = winnerRef{id: []byte(info.Id), deleted: info.Deleted, str: []byte(info.Winner)}
-		default:
+		if err := anyWinner(v, &w); err != nil {
 			return err
 		}
 		if w.deleted {
@@ -196,15 +201,7 @@ func appendJSONChange(reply *pb.ChangesReply, item *badger.Item) (int, error) {
 	n := 0
 	err := item.Value(func(v []byte) error {
 		var w winnerRef
-		switch err := readWinner(v, &w); err {
-		case nil:
-		case errNotV1: // an older record: decoded, then shown the same way
-			info := &pb.FullDocInfo{}
-			if err := decodeWinner(v, info); err != nil {
-				return err
-			}
-			w = winnerRef{id: []byte(info.Id), seq: info.Seq, deleted: info.Deleted, str: []byte(info.Winner)}
-		default:
+		if err := anyWinner(v, &w); err != nil {
 			return err
 		}
 		start := len(reply.Json)
