@@ -650,7 +650,8 @@ func appendRowPos(b *bookmark) ([]byte, error) {
 func (g *Gateway) findDocs(rq *req, db string, q *findQuery, rows []*pb.ViewRow, st *findStats) ([][]byte, error) {
 	ms := make([]*pb.GetDoc, len(rows))
 	for i, r := range rows {
-		ms[i] = &pb.GetDoc{Id: r.Id}
+		// the shard renders the doc from its stored bytes (one copy)
+		ms[i] = &pb.GetDoc{Id: r.Id, Render: true, RenderConflicts: q.f.Conflicts}
 	}
 	got, err := g.c.GetDocs(rq.ctx, db, ms)
 	if err != nil {
@@ -668,6 +669,10 @@ func (g *Gateway) findDocs(rq *req, db string, q *findQuery, rows []*pb.ViewRow,
 		}
 		b := d.Reply.Bodies[0]
 		if b.Missing || b.Deleted {
+			continue
+		}
+		if d.Reply.Rendered != nil {
+			out[i] = d.Reply.Rendered
 			continue
 		}
 		out[i] = couchdoc.Append(nil, d.Reply.Info.Id, d.Reply.Info, b, o)

@@ -1339,15 +1339,20 @@ func (x *FlushReply) GetError() *Error {
 // GetDoc reads one document. With no revs it returns the winner; revs names
 // specific revs; open_revs_all returns every leaf.
 type GetDoc struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Revs          []string               `protobuf:"bytes,2,rep,name=revs,proto3" json:"revs,omitempty"`
-	OpenRevsAll   bool                   `protobuf:"varint,3,opt,name=open_revs_all,json=openRevsAll,proto3" json:"open_revs_all,omitempty"`
-	Latest        bool                   `protobuf:"varint,4,opt,name=latest,proto3" json:"latest,omitempty"`
-	WithAttsData  bool                   `protobuf:"varint,5,opt,name=with_atts_data,json=withAttsData,proto3" json:"with_atts_data,omitempty"`
-	Winner        bool                   `protobuf:"varint,6,opt,name=winner,proto3" json:"winner,omitempty"` // read the winner body (no revs given)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Revs         []string               `protobuf:"bytes,2,rep,name=revs,proto3" json:"revs,omitempty"`
+	OpenRevsAll  bool                   `protobuf:"varint,3,opt,name=open_revs_all,json=openRevsAll,proto3" json:"open_revs_all,omitempty"`
+	Latest       bool                   `protobuf:"varint,4,opt,name=latest,proto3" json:"latest,omitempty"`
+	WithAttsData bool                   `protobuf:"varint,5,opt,name=with_atts_data,json=withAttsData,proto3" json:"with_atts_data,omitempty"`
+	Winner       bool                   `protobuf:"varint,6,opt,name=winner,proto3" json:"winner,omitempty"` // read the winner body (no revs given)
+	// render (the winner, no revs, open_revs or attachment data): the
+	// doc's JSON in DocReply.rendered, made from the stored bytes (with
+	// _conflicts when render_conflicts); bodies then carry no json
+	Render          bool `protobuf:"varint,7,opt,name=render,proto3" json:"render,omitempty"`
+	RenderConflicts bool `protobuf:"varint,8,opt,name=render_conflicts,json=renderConflicts,proto3" json:"render_conflicts,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetDoc) Reset() {
@@ -1418,6 +1423,20 @@ func (x *GetDoc) GetWithAttsData() bool {
 func (x *GetDoc) GetWinner() bool {
 	if x != nil {
 		return x.Winner
+	}
+	return false
+}
+
+func (x *GetDoc) GetRender() bool {
+	if x != nil {
+		return x.Render
+	}
+	return false
+}
+
+func (x *GetDoc) GetRenderConflicts() bool {
+	if x != nil {
+		return x.RenderConflicts
 	}
 	return false
 }
@@ -1511,6 +1530,7 @@ type DocReply struct {
 	Info          *FullDocInfo           `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"` // nil when the doc does not exist
 	Bodies        []*RevBody             `protobuf:"bytes,2,rep,name=bodies,proto3" json:"bodies,omitempty"`
 	Error         *Error                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Rendered      []byte                 `protobuf:"bytes,4,opt,name=rendered,proto3" json:"rendered,omitempty"` // GetDoc.render: the winner as JSON
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1562,6 +1582,13 @@ func (x *DocReply) GetBodies() []*RevBody {
 func (x *DocReply) GetError() *Error {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *DocReply) GetRendered() []byte {
+	if x != nil {
+		return x.Rendered
 	}
 	return nil
 }
@@ -4194,25 +4221,28 @@ const file_settee_proto_rawDesc = "" +
 	"FlushReply\x12\x1d\n" +
 	"\n" +
 	"update_seq\x18\x01 \x01(\x04R\tupdateSeq\x12#\n" +
-	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xa6\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xe9\x01\n" +
 	"\x06GetDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04revs\x18\x02 \x03(\tR\x04revs\x12\"\n" +
 	"\ropen_revs_all\x18\x03 \x01(\bR\vopenRevsAll\x12\x16\n" +
 	"\x06latest\x18\x04 \x01(\bR\x06latest\x12$\n" +
 	"\x0ewith_atts_data\x18\x05 \x01(\bR\fwithAttsData\x12\x16\n" +
-	"\x06winner\x18\x06 \x01(\bR\x06winner\"\xa3\x01\n" +
+	"\x06winner\x18\x06 \x01(\bR\x06winner\x12\x16\n" +
+	"\x06render\x18\a \x01(\bR\x06render\x12)\n" +
+	"\x10render_conflicts\x18\b \x01(\bR\x0frenderConflicts\"\xa3\x01\n" +
 	"\aRevBody\x12\x10\n" +
 	"\x03rev\x18\x01 \x01(\tR\x03rev\x12\x18\n" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\x12\x18\n" +
 	"\amissing\x18\x03 \x01(\bR\amissing\x12\x12\n" +
 	"\x04json\x18\x04 \x01(\fR\x04json\x12#\n" +
 	"\x04atts\x18\x05 \x03(\v2\x0f.settee.AttMetaR\x04atts\x12\x19\n" +
-	"\batt_data\x18\x06 \x03(\fR\aattData\"\x81\x01\n" +
+	"\batt_data\x18\x06 \x03(\fR\aattData\"\x9d\x01\n" +
 	"\bDocReply\x12'\n" +
 	"\x04info\x18\x01 \x01(\v2\x13.settee.FullDocInfoR\x04info\x12'\n" +
 	"\x06bodies\x18\x02 \x03(\v2\x0f.settee.RevBodyR\x06bodies\x12#\n" +
-	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\"-\n" +
+	"\x05error\x18\x03 \x01(\v2\r.settee.ErrorR\x05error\x12\x1a\n" +
+	"\brendered\x18\x04 \x01(\fR\brendered\"-\n" +
 	"\aGetDocs\x12\"\n" +
 	"\x04docs\x18\x01 \x03(\v2\x0e.settee.GetDocR\x04docs\"V\n" +
 	"\tDocsReply\x12$\n" +

@@ -145,6 +145,9 @@ func (s *store) readDoc(m *pb.GetDoc) *pb.DocReply {
 			return nil
 		}
 		reply.Info = info
+		if m.Render && !m.OpenRevsAll && len(m.Revs) == 0 && !m.WithAttsData {
+			return s.renderWinner(txn, info, m, reply)
+		}
 		var want []string
 		switch {
 		case m.OpenRevsAll:
