@@ -49,6 +49,7 @@ fuzz:
 	go test ./auth/ -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME)
 	go test ./revtree/ -run '^$$' -fuzz '^FuzzParseRev$$' -fuzztime $(FUZZTIME)
 	go test ./shard/ -run '^$$' -fuzz '^FuzzDecodeInfo$$' -fuzztime $(FUZZTIME)
+	go test ./shard/ -run '^$$' -fuzz '^FuzzAliasBodyRecord$$' -fuzztime $(FUZZTIME)
 	go test ./coordinator/ -run '^$$' -fuzz '^FuzzDecodeSeq$$' -fuzztime $(FUZZTIME)
 	go test ./mango/ -run '^$$' -fuzz '^FuzzSelector$$' -fuzztime $(FUZZTIME)
 	go test ./mango/ -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)

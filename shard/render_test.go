@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/settee/settee/actors"
 	"github.com/settee/settee/couchdoc"
 	pb "github.com/settee/settee/proto"
@@ -50,4 +52,41 @@ func TestRenderWinner(t *testing.T) {
 	if r := ask(&pb.GetDoc{Id: "nope", Render: true}); r.Info != nil || r.Rendered != nil {
 		t.Errorf("missing doc: %v", r)
 	}
+}
+
+// aliasBodyRecord reads what proto.Unmarshal reads of a BodyRecord, and
+// fails, never panics, on bytes that are not one.
+func FuzzAliasBodyRecord(f *testing.F) {
+	for _, r := range []*pb.BodyRecord{
+		{},
+		{Json: []byte(`{"a":1}`)},
+		{Json: []byte(`{}`), Atts: []*pb.AttMeta{{Name: "x.txt", ContentType: "text/plain", Length: 3, Digest: "md5-abc"}, {Name: "y"}}},
+	} {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0x0a, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var rb pb.RevBody
+		err := aliasBodyRecord(b, &rb)
+		var want pb.BodyRecord
+		werr := proto.Unmarshal(b, &want)
+		if werr != nil {
+			return // not a record: aliasBodyRecord may fail or not
+		}
+		if err != nil {
+			t.Fatalf("a record proto.Unmarshal reads: %v", err)
+		}
+		if string(rb.Json) != string(want.Json) || len(rb.Atts) != len(want.Atts) {
+			t.Fatalf("json %q atts %d, want %q %d", rb.Json, len(rb.Atts), want.Json, len(want.Atts))
+		}
+		for i := range rb.Atts {
+			if !proto.Equal(rb.Atts[i], want.Atts[i]) {
+				t.Fatalf("att %d: %v, want %v", i, rb.Atts[i], want.Atts[i])
+			}
+		}
+	})
 }
