@@ -112,6 +112,7 @@ func (cu *cursor) fill(ctx context.Context, c *Coordinator) error {
 			cu.done = true
 		}
 		if cu.q.JsonRows {
+			rangeJSONPage(r)
 			cu.page, cu.at = r, 0
 			if r.LastKey != "" {
 				cu.q.StartKey, cu.q.HasStart, cu.q.SkipStart = r.LastKey, true, true

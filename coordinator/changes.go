@@ -140,6 +140,7 @@ func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {
 		n := len(r.Rows)
 		var s uint64
 		if cu.q.JsonRows {
+			changesJSONPage(r)
 			cu.page, cu.at, n = r, 0, len(r.Seqs)
 			if n > 0 {
 				s = r.Seqs[n-1]
