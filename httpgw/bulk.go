@@ -114,6 +114,9 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			g.forgetDesigns(db)
 			if !d.Deleted {
 				err = g.checkDesign(rq, db, ids[i], d.Body)
+				if err != nil && newEdits && g.wouldConflict(rq, db, ids[i], d) {
+					err = nil // the write answers its conflict, as CouchDB's
+				}
 			}
 		} else {
 			err = g.validateWrite(rq, db, ids[i], d, newEdits)

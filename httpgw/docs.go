@@ -423,7 +423,7 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 	}
 	if isDesign(id) {
 		if !d.Deleted {
-			if err := g.checkDesign(rq, db, id, d.Body); err != nil {
+			if err := g.checkDesign(rq, db, id, d.Body); err != nil && !(newEdits && g.wouldConflict(rq, db, id, d)) {
 				return err
 			}
 		}

@@ -107,6 +107,20 @@ func (g *Gateway) skipValidation(id string) bool {
 // throws as CouchDB answers them). A write that will conflict is not
 // validated (CouchDB finds the conflict first and answers it), nor a
 // replicated revision the doc already has (CouchDB ignores it).
+// wouldConflict is whether a new_edits write of d is a conflict (the doc
+// is there and no rev is given, or the given rev is not there): CouchDB
+// checks that before it validates a doc, so a conflicting write answers
+// 409 whatever its body (a design doc's bad fields too).
+func (g *Gateway) wouldConflict(rq *req, db, id string, d *docjson.Doc) bool {
+	rev := d.Rev
+	if !d.HasRev {
+		rev = ""
+	}
+	r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, Revs: nonEmpty(rev)})
+	found := err == nil && r.Info != nil && len(r.Bodies) > 0 && !r.Bodies[0].Missing
+	return (rev == "" && found && !r.Bodies[0].Deleted) || (rev != "" && !found)
+}
+
 func (g *Gateway) validateWrite(rq *req, db, id string, d *docjson.Doc, newEdits bool) error {
 	if g.skipValidation(id) {
 		return nil

@@ -819,10 +819,14 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 	}})
 }
 
-// checkDesign refuses a design doc CouchDB would refuse: views that do not
-// parse (views.ParseDesign) or functions that do not compile (400
+// checkDesign refuses a design doc CouchDB would refuse: function members
+// of the wrong JSON types (views.CheckFields), views that do not parse
+// (views.ParseDesign) or functions that do not compile (400
 // compilation_error).
 func (g *Gateway) checkDesign(rq *req, db, id string, body []byte) error {
+	if err := views.CheckFields(body); err != nil {
+		return err
+	}
 	def, err := views.ParseDesign(id, body)
 	if err != nil {
 		return err
