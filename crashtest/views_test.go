@@ -376,6 +376,12 @@ func (m *viewModel) check(t *testing.T, c *client, label string, partial bool) i
 	one := func(view, q string) float64 {
 		t.Helper()
 		c.mustJSON(t, http.MethodGet, m.viewPath(view, stale+q), nil, 200, &red)
+		if len(red.Rows) == 0 && len(rows) == 0 {
+			// a reduce over an empty index has no row, as CouchDB's: a
+			// SIGKILL before the build's first commit (a loaded machine)
+			// leaves one
+			return 0
+		}
 		if len(red.Rows) != 1 {
 			t.Errorf("%s: %s reduce: %d rows, want 1", label, view, len(red.Rows))
 			return -1

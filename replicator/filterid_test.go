@@ -135,7 +135,14 @@ func runFilterFetchErrors(t *testing.T, base, user, pw string, local bool) {
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
-	if st, _ := do("PUT", "/fsrc", nil); st != 201 {
+	// a CouchDB just started has once answered its admin 401 here (its
+	// auth not ready yet, under CI load): asked again for up to 30 s
+	st, _ := do("PUT", "/fsrc", nil)
+	for deadline := time.Now().Add(30 * time.Second); st == http.StatusUnauthorized && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		st, _ = do("PUT", "/fsrc", nil)
+	}
+	if st != 201 {
 		t.Fatalf("PUT /fsrc: %d", st)
 	}
 	if st, _ := do("PUT", "/fsrc/_design/f", map[string]any{"filters": map[string]any{"pick": evenFilter}}); st != 201 {
