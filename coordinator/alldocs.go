@@ -70,23 +70,15 @@ func (cu *cursor) empty() bool {
 // key is the id of the cursor's next row.
 func (cu *cursor) key() []byte {
 	if cu.q.JsonRows {
-		return cu.page.Ids[cu.end(cu.page.IdEnds, cu.at-1):cu.page.IdEnds[cu.at]]
+		return cu.page.Ids[rowStart(cu.page.IdEnds, cu.at):cu.page.IdEnds[cu.at]]
 	}
 	return rowKey(cu.rows[0])
-}
-
-// end is ends[i], or 0 for i -1: where row i+1 of a json_rows page starts.
-func (cu *cursor) end(ends []uint32, i int) uint32 {
-	if i < 0 {
-		return 0
-	}
-	return ends[i]
 }
 
 // nextJSON takes the next row of a json_rows page.
 func (cu *cursor) nextJSON() []byte {
 	p := cu.page
-	b := p.Json[cu.end(p.JsonEnds, cu.at-1):p.JsonEnds[cu.at]]
+	b := p.Json[rowStart(p.JsonEnds, cu.at):p.JsonEnds[cu.at]]
 	cu.at++
 	return b
 }

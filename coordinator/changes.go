@@ -111,12 +111,8 @@ func (cu *seqCursor) seq() uint64 {
 // nextJSON takes the next change of a json_rows page.
 func (cu *seqCursor) nextJSON() (uint64, []byte) {
 	p, i := cu.page, cu.at
-	start := uint32(0)
-	if i > 0 {
-		start = p.JsonEnds[i-1]
-	}
 	cu.at++
-	return p.Seqs[i], p.Json[start:p.JsonEnds[i]]
+	return p.Seqs[i], p.Json[rowStart(p.JsonEnds, i):p.JsonEnds[i]]
 }
 
 func (cu *seqCursor) fill(ctx context.Context, c *Coordinator) error {

@@ -1,8 +1,8 @@
 package coordinator
 
 import (
-	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/shard"
 )
 
 // A copy on a node that predates json_rows pages ignores the flag and
@@ -24,13 +24,7 @@ func rangeJSONPage(r *pb.RangeReply) {
 		if info.Deleted {
 			continue
 		}
-		b := append(r.Json, `{"id":`...)
-		b = docjson.AppendString(b, info.Id)
-		b = append(b, `,"key":`...)
-		b = docjson.AppendString(b, info.Id)
-		b = append(b, `,"value":{"rev":`...)
-		b = docjson.AppendString(b, info.Winner)
-		r.Json = append(b, `}}`...)
+		r.Json = shard.AppendAllDocsRow(r.Json, []byte(info.Id), []byte(info.Winner))
 		r.JsonEnds = append(r.JsonEnds, uint32(len(r.Json)))
 		r.Ids = append(r.Ids, info.Id...)
 		r.IdEnds = append(r.IdEnds, uint32(len(r.Ids)))
@@ -48,17 +42,18 @@ func changesJSONPage(r *pb.ChangesReply) {
 		if info == nil {
 			continue
 		}
-		b := append(r.Json, `"id":`...)
-		b = docjson.AppendString(b, info.Id)
-		b = append(b, `,"changes":[{"rev":`...)
-		b = docjson.AppendString(b, info.Winner)
-		b = append(b, `}]`...)
-		if info.Deleted {
-			b = append(b, `,"deleted":true`...)
-		}
-		r.Json = b
-		r.JsonEnds = append(r.JsonEnds, uint32(len(b)))
+		r.Json = shard.AppendChangeFragment(r.Json, []byte(info.Id), []byte(info.Winner), info.Deleted)
+		r.JsonEnds = append(r.JsonEnds, uint32(len(r.Json)))
 		r.Seqs = append(r.Seqs, info.Seq)
 	}
 	r.Rows = nil
+}
+
+// rowStart is where row i of a json_rows page starts in the bytes whose
+// row ends are ends.
+func rowStart(ends []uint32, i int) uint32 {
+	if i == 0 {
+		return 0
+	}
+	return ends[i-1]
 }

@@ -164,6 +164,33 @@ func anyWinner(v []byte, w *winnerRef) error {
 	return nil
 }
 
+// AppendAllDocsRow appends a json_rows page's _all_docs row of doc id at
+// its winning rev: {"id":…,"key":…,"value":{"rev":…}}.
+func AppendAllDocsRow(dst, id, rev []byte) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = docjson.AppendBytes(dst, id)
+	dst = append(dst, `,"key":`...)
+	dst = docjson.AppendBytes(dst, id)
+	dst = append(dst, `,"value":{"rev":`...)
+	dst = docjson.AppendBytes(dst, rev)
+	return append(dst, `}}`...)
+}
+
+// AppendChangeFragment appends a json_rows page's change of doc id, the
+// row after its seq: "id":…,"changes":[{"rev":…}] and ,"deleted":true
+// for a deleted doc.
+func AppendChangeFragment(dst, id, rev []byte, deleted bool) []byte {
+	dst = append(dst, `"id":`...)
+	dst = docjson.AppendBytes(dst, id)
+	dst = append(dst, `,"changes":[{"rev":`...)
+	dst = docjson.AppendBytes(dst, rev)
+	dst = append(dst, `}]`...)
+	if deleted {
+		dst = append(dst, `,"deleted":true`...)
+	}
+	return dst
+}
+
 // appendJSONRow adds a by-id record to a json_rows page: its id, and its
 // _all_docs row unless the doc is deleted; it returns the bytes added.
 func appendJSONRow(reply *pb.RangeReply, item *badger.Item) (int, error) {
@@ -177,14 +204,8 @@ func appendJSONRow(reply *pb.RangeReply, item *badger.Item) (int, error) {
 			return nil // _all_docs shows live docs only
 		}
 		start := len(reply.Json)
-		b := append(reply.Json, `{"id":`...)
-		b = docjson.AppendBytes(b, w.id)
-		b = append(b, `,"key":`...)
-		b = docjson.AppendBytes(b, w.id)
-		b = append(b, `,"value":{"rev":`...)
 		var rb [64]byte
-		b = docjson.AppendBytes(b, w.appendRev(rb[:0]))
-		b = append(b, `}}`...)
+		b := AppendAllDocsRow(reply.Json, w.id, w.appendRev(rb[:0]))
 		reply.Json = b
 		reply.JsonEnds = append(reply.JsonEnds, uint32(len(b)))
 		reply.Ids = append(reply.Ids, w.id...)
@@ -205,15 +226,8 @@ func appendJSONChange(reply *pb.ChangesReply, item *badger.Item) (int, error) {
 			return err
 		}
 		start := len(reply.Json)
-		b := append(reply.Json, `"id":`...)
-		b = docjson.AppendBytes(b, w.id)
-		b = append(b, `,"changes":[{"rev":`...)
 		var rb [64]byte
-		b = docjson.AppendBytes(b, w.appendRev(rb[:0]))
-		b = append(b, `}]`...)
-		if w.deleted {
-			b = append(b, `,"deleted":true`...)
-		}
+		b := AppendChangeFragment(reply.Json, w.id, w.appendRev(rb[:0]), w.deleted)
 		reply.Json = b
 		reply.JsonEnds = append(reply.JsonEnds, uint32(len(b)))
 		reply.Seqs = append(reply.Seqs, w.seq)
