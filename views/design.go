@@ -123,7 +123,15 @@ func ParseDesign(id string, body []byte) (*Def, error) {
 	if err := json.Unmarshal(raw.Views, &views); err != nil {
 		return nil, &DesignError{"invalid_design_doc", "`views` field must have object type"}
 	}
-	for name, v := range views {
+	// in name order, so that of several bad views the same one is named
+	// each time (CouchDB walks its small maps in key order)
+	names := make([]string, 0, len(views))
+	for name := range views {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v := views[name]
 		if name == "lib" {
 			_ = json.Unmarshal(v, &d.Lib)
 			continue
@@ -152,6 +160,9 @@ func ParseDesign(id string, body []byte) (*Def, error) {
 		if r, ok := fns["reduce"]; ok && string(r) != "null" {
 			if err := json.Unmarshal(r, &vw.Reduce); err != nil {
 				return nil, &DesignError{"invalid_design_doc", fmt.Sprintf("`views.%s.reduce` field must have string type", name)}
+			}
+			if vw.Reduce == "" {
+				return nil, &DesignError{"not_found", "missing function"}
 			}
 			if t := strings.TrimSpace(vw.Reduce); strings.HasPrefix(t, "_") {
 				if _, ok := reduce.Lookup(t); !ok {
