@@ -103,6 +103,9 @@ func (g *Gateway) handleNode(rq *req) error {
 	if rest[0] == "_config" {
 		return g.handleConfig(rq, rest[1:])
 	}
+	if len(rest) == 1 && rest[0] == "_history" {
+		return g.handleHistory(rq)
+	}
 	if len(rest) == 1 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodHead) {
 		switch rest[0] {
 		case "_stats":
@@ -130,7 +133,7 @@ func (g *Gateway) handleNode(rq *req) error {
 // reservedNodePath names what /_node/_local/ serves besides node-local
 // databases (_config, _stats… are handled above for their methods).
 var reservedNodePath = map[string]bool{"_config": true, "_stats": true, "_system": true, "_versions": true,
-	"_prometheus": true, "_nodes": true, "_dbs": true, "_restart": true, "_smoosh": true}
+	"_prometheus": true, "_nodes": true, "_dbs": true, "_restart": true, "_smoosh": true, "_history": true}
 
 // handleNodesDB is the _nodes database view: one doc per member.
 func (g *Gateway) handleNodesDB(rq *req, rest []string) error {

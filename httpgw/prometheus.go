@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/settee/settee/metrics"
 )
 
 // Metrics records every answered request and renders the node's
@@ -81,6 +83,10 @@ func routeLabel(segs []string) string {
 		return "root"
 	}
 	if first := segs[0]; strings.HasPrefix(first, "_") && first != "_users" && first != "_replicator" && first != "_global_changes" {
+		if first == "_node" && len(segs) == 3 && segs[2] == metrics.HistoryRoute {
+			// its own word: the history leaves its own polling out
+			return metrics.HistoryRoute
+		}
 		if serverRoutes[first] {
 			return first
 		}

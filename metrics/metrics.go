@@ -37,12 +37,17 @@ type Config struct {
 	Storage Sizer
 	// Disk measures the data directory.
 	Disk Allocator
+	// HistoryInterval is the sampling interval of History (0:
+	// DefaultHistoryInterval).
+	HistoryInterval time.Duration
 }
 
 // Metrics is one node's registry and the instruments the node feeds. Its
 // methods are safe for concurrent use.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg     *prometheus.Registry
+	cfg     Config
+	history *History
 
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
@@ -56,6 +61,7 @@ type Metrics struct {
 func New(cfg Config) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
+		cfg: cfg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "settee_http_requests_total",
 			Help: "HTTP requests answered, by route, method and status code.",
@@ -63,7 +69,7 @@ func New(cfg Config) *Metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "settee_http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route and method.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Buckets: latencyBuckets,
 		}, []string{"route", "method"}),
 		docsWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "settee_docs_written_total",
@@ -93,8 +99,17 @@ func New(cfg Config) *Metrics {
 	if cfg.Storage != nil || cfg.Disk != nil {
 		m.reg.MustRegister(&storageCollector{s: cfg.Storage, d: cfg.Disk})
 	}
+	m.history = newHistory(m, cfg.HistoryInterval)
 	return m
 }
+
+// latencyBuckets are the upper bounds of the request latency histogram
+// (seconds).
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// History is the node's recent history of its own metrics (the console's
+// graphs, GET /_node/_local/_history); the node runs its sampler.
+func (m *Metrics) History() *History { return m.history }
 
 // ObserveRequest records one answered HTTP request. route must come from a
 // fixed set of words (the gateway's endpoint names), never from the path.

@@ -71,6 +71,9 @@ type Config struct {
 	ReplicatorMaxJobs  int
 	ReplicatorMaxChurn int
 	ReplicatorInterval time.Duration
+	// HistoryInterval is how often the node samples its own metrics for
+	// GET /_node/_local/_history (0: 5 s); the history keeps 15 minutes.
+	HistoryInterval time.Duration
 	// Handler builds the HTTP API the node serves from what it offers
 	// (httpgw.ForNode in settee serve and the tests). node does not build
 	// it itself: the HTTP layer sits above node and node never imports it.
@@ -126,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReplicatorMaxJobs < 0 || c.ReplicatorMaxChurn < 0 || c.ReplicatorInterval < 0 {
 		errs = append(errs, errors.New("replicator max jobs, max churn and interval must not be negative"))
+	}
+	if c.HistoryInterval < 0 || c.HistoryInterval > 15*time.Minute {
+		errs = append(errs, fmt.Errorf("history interval must be between 0 and 15 minutes, got %v", c.HistoryInterval))
 	}
 	if c.ReplicatorConnectionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("replicator connection timeout must not be negative, got %v", c.ReplicatorConnectionTimeout))

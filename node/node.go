@@ -63,6 +63,10 @@ type Node struct {
 	smoosh *smoosh.Daemon
 	// metrics is the node's Prometheus registry (/_node/_local/_prometheus)
 	metrics *metrics.Metrics
+	// histStop stops the sampler of the metrics' history
+	// (/_node/_local/_history), histDone waits for it
+	histStop chan struct{}
+	histDone sync.WaitGroup
 	// conf is the node's _config (nodeconfig.go); startAdmin the admin
 	// loadAdmin found or made, kept under node key 'A'
 	conf       *nodeConfig
@@ -136,7 +140,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.db, n.disk = n.store.DB, n.store.Disk
 	n.tasks = tasks.New(cfg.Name)
-	n.metrics = metrics.New(metrics.Config{Tasks: n.tasks, Storage: n.db, Disk: n.disk})
+	n.metrics = metrics.New(metrics.Config{Tasks: n.tasks, Storage: n.db, Disk: n.disk,
+		HistoryInterval: cfg.HistoryInterval})
 	fail := func(err error) (*Node, error) {
 		if n.ln != nil {
 			_ = n.ln.Close()
@@ -273,6 +278,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
+	n.histStop = make(chan struct{})
+	n.histDone.Go(func() { n.metrics.History().Run(n.histStop) })
 	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	n.serving.Go(func() { n.served <- n.srv.Serve(n.ln) })
@@ -323,6 +330,8 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: https shutdown: %w", tlsErr))
 		}
 		n.serving.Wait()
+		close(n.histStop)
+		n.histDone.Wait()
 		n.upd.close()
 		n.stopCluster()
 		n.rep.Close()
