@@ -76,5 +76,9 @@ func TestSchedulerCloseLeavesNoGoroutine(t *testing.T) {
 	replicator.CloseIdleConnections()
 	// the proxies' own connections to the node, and the test's
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	goleak.VerifyNone(t, before)
+	// protoactor starts its dead-letter log throttle lazily, on the actor
+	// system's first dead letter (a stopped job's actor messaged late);
+	// it belongs to the system, not the scheduler, and ends by itself
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
 }
