@@ -90,7 +90,9 @@ type Gateway struct {
 	corsSnap atomic.Pointer[corsSnapshot]
 	vdus     designCache[[]vduFn]      // validate_doc_update functions by database (validate.go)
 	mangoIdx designCache[[]mangoIndex] // Mango indexes by database (mangoidx.go)
-	designs  views.DesignCache         // parsed design docs (views.go)
+	// console is the web console at /_utils (console.go)
+	console http.Handler
+	designs views.DesignCache // parsed design docs (views.go)
 }
 
 // New builds a gateway.
@@ -131,6 +133,7 @@ func New(cfg Config) (*Gateway, error) {
 		g.auth.remember(a.Name, cfg.AdminPassword, a)
 	}
 	g.stats.start = time.Now()
+	g.console = g.newConsole()
 	return g, nil
 }
 
@@ -194,6 +197,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.segs = segs
+	if len(segs) > 0 && segs[0] == "_utils" {
+		// the console has pages of its own (its login among them) and
+		// asks the API as the browser's user for everything it shows
+		g.console.ServeHTTP(w, r)
+		return
+	}
 	user, err := g.auth.authenticate(rq)
 	if err != nil {
 		g.fail(rq, err)
