@@ -347,3 +347,41 @@ func TestNonAdmin(t *testing.T) {
 		t.Errorf("bob's db was made: %d", st)
 	}
 }
+
+func TestFind(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	api(t, s, "PUT", "/shop", nil)
+	for _, d := range []string{`{"_id":"a","kind":"fruit","price":3}`, `{"_id":"b","kind":"veg","price":2}`, `{"_id":"c","kind":"fruit","price":9}`} {
+		if st, m := api(t, s, "POST", "/shop", d); st != 201 {
+			t.Fatalf("doc: %d %v", st, m)
+		}
+	}
+	if st, m := api(t, s, "POST", "/shop/_index", `{"index":{"fields":["kind"]},"name":"by-kind","ddoc":"idx"}`); st != 200 {
+		t.Fatalf("_index: %d %v", st, m)
+	}
+	b := newBrowser(t, s)
+	b.login(testserver.AdminUser, testserver.AdminPassword)
+	find := func(q string) (int, string) {
+		return b.get("/_utils/db/shop/find?q=" + url.QueryEscape(q))
+	}
+	st, page := find(`{"selector":{"kind":"fruit"},"fields":["_id","price"]}`)
+	if st != 200 {
+		t.Fatalf("find: %d\n%s", st, page)
+	}
+	mustContain(t, "find", page, "2 documents", `"_id": "a"`, `"_id": "c"`, "Plan: json index by-kind (_design/idx)")
+	if strings.Contains(page, `"_id": "b"`) {
+		t.Errorf("find: veg doc b listed")
+	}
+	// a query the API refuses: its reason shown
+	st, page = find(`{"selector":{"price":{"$bogus":1}}}`)
+	if st != 400 {
+		t.Errorf("bad operator: %d, want 400", st)
+	}
+	mustContain(t, "bad operator", page, "The query was refused.", "invalid_operator")
+	st, page = find(`{"selector":`)
+	if st != 400 {
+		t.Errorf("malformed query: %d, want 400", st)
+	}
+	mustContain(t, "malformed query", page, "Not run: the query is not a JSON object")
+}

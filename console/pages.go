@@ -72,6 +72,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST "+Prefix+"/databases", c.createDB)
 	c.mux.HandleFunc("GET "+Prefix+"/db/{db}", c.database)
 	c.mux.HandleFunc("POST "+Prefix+"/db/{db}/delete", c.deleteDB)
+	c.mux.HandleFunc("GET "+Prefix+"/db/{db}/find", c.find)
 	c.mux.HandleFunc("GET "+Prefix+"/doc/{db}/{id}", c.docPage)
 	c.mux.HandleFunc("POST "+Prefix+"/doc/{db}/{id}", c.saveDoc)
 	c.mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
@@ -479,4 +480,83 @@ func (c *Console) saveDoc(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = a.decode(&res)
 	http.Redirect(w, r, Prefix+"/doc/"+url.PathEscape(db)+"/"+url.PathEscape(res.ID)+"?saved=1", http.StatusSeeOther)
+}
+
+type findPage struct {
+	DB      string
+	Query   string
+	Ran     bool
+	Docs    []string
+	Warning string
+	Plan    string
+	Index   string
+}
+
+// defaultQuery is the find box's text before the user types one.
+const defaultQuery = "{\n  \"selector\": {},\n  \"limit\": 25\n}"
+
+// find is the Mango box: the query is sent to _explain and _find (a read:
+// a GET form, no token needed), the docs and the plan shown.
+func (c *Console) find(w http.ResponseWriter, r *http.Request) {
+	s, ok := c.user(w, r)
+	if !ok {
+		return
+	}
+	db := r.PathValue("db")
+	p := s.page("Find in " + db)
+	fp := findPage{DB: db, Query: r.URL.Query().Get("q")}
+	p.Data = &fp
+	if fp.Query == "" {
+		fp.Query = defaultQuery
+		c.render(w, r, http.StatusOK, "find", p)
+		return
+	}
+	var q map[string]any
+	if err := json.Unmarshal([]byte(fp.Query), &q); err != nil {
+		p.Problem = &problem{Message: "Not run: the query is not a JSON object (" + err.Error() + ")."}
+		c.render(w, r, http.StatusBadRequest, "find", p)
+		return
+	}
+	body := []byte(fp.Query)
+	ex := c.call(w, r, http.MethodPost, dbPath(db)+"/_explain", body)
+	if !ex.ok() {
+		p.Problem = problemOf("The query was refused.", ex)
+		c.render(w, r, ex.Status, "find", p)
+		return
+	}
+	var plan struct {
+		Index struct {
+			DDoc any    `json:"ddoc"`
+			Name string `json:"name"`
+			Type string `json:"type"`
+		} `json:"index"`
+	}
+	_ = ex.decode(&plan)
+	fp.Index = plan.Index.Type + " index " + plan.Index.Name
+	if d, ok := plan.Index.DDoc.(string); ok {
+		fp.Index += " (" + d + ")"
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, ex.Body, "", "  ") == nil {
+		fp.Plan = pretty.String()
+	}
+	a := c.call(w, r, http.MethodPost, dbPath(db)+"/_find", body)
+	if !a.ok() {
+		p.Problem = problemOf("The query was refused.", a)
+		c.render(w, r, a.Status, "find", p)
+		return
+	}
+	var res struct {
+		Docs    []json.RawMessage `json:"docs"`
+		Warning string            `json:"warning"`
+	}
+	_ = a.decode(&res)
+	fp.Ran, fp.Warning = true, res.Warning
+	for _, d := range res.Docs {
+		var b bytes.Buffer
+		if json.Indent(&b, d, "", "  ") == nil {
+			fp.Docs = append(fp.Docs, b.String())
+		}
+	}
+	c.render(w, r, http.StatusOK, "find", p)
 }
