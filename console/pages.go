@@ -58,6 +58,7 @@ type page struct {
 }
 
 func (c *Console) routes() {
+	c.routesAdmin()
 	c.mux.Handle("GET "+Prefix+"/static/", c.static)
 	c.mux.HandleFunc("GET "+Prefix+"/{$}", c.databases)
 	c.mux.HandleFunc("GET "+Prefix+"/login", c.loginPage)
