@@ -15,10 +15,13 @@ build:
 # covered by its own tests; its output follows the race pass's. -parallel 4:
 # the parallel tests (httpgw's, the replicator's) mostly wait on servers
 # and CouchDB, and at the default of 2 (GOMAXPROCS) the cores sat idle.
+# The console's browser tests (interop/console: headless chromium, several
+# nodes, so !race) run after it in the same background job: ~1 min, mostly
+# waiting on the browser and the nodes.
 test:
-	@log=$$(mktemp); go test -count=1 -timeout 8m ./interop/couchrepl/ >$$log 2>&1 & pid=$$!; \
-	go test -race -timeout 12m -parallel 4 $$(go list ./... | grep -v /interop/couchrepl); race=$$?; \
-	wait $$pid; interop=$$?; echo "go test -count=1 ./interop/couchrepl/ (beside the race pass)"; \
+	@log=$$(mktemp); (go test -count=1 -timeout 8m ./interop/couchrepl/; a=$$?; go test -count=1 -timeout 5m ./interop/console/; b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ]) >$$log 2>&1 & pid=$$!; \
+	go test -race -timeout 12m -parallel 4 $$(go list ./... | grep -v -e /interop/couchrepl -e /interop/console); race=$$?; \
+	wait $$pid; interop=$$?; echo "go test -count=1 ./interop/couchrepl/ ./interop/console/ (beside the race pass)"; \
 	cat $$log; rm -f $$log; [ $$race -eq 0 ] && [ $$interop -eq 0 ]
 	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/
 	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|ClusterWide|ViewsCluster|MangoCluster|PartitionCluster' ./httpgw/

@@ -157,13 +157,16 @@
   function drawChart(box, title, series, fmt, ts, windowMs) {
     box.textContent = "";
     box.appendChild(el("h3", null, title));
-    var W = 400, H = 140, L = 46, R = 6, T = 6, B = 18;
+    var W = 400, H = 140, L = 62, R = 6, T = 6, B = 18;
     var s = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title });
     var max = 0;
     series.forEach(function (se) { se.values.forEach(function (v) { if (v > max) { max = v; } }); });
     if (max <= 0) { max = 1; }
-    var tEnd = ts.length ? ts[ts.length - 1] : Date.now(), tStart = tEnd - windowMs;
-    function x(t) { return L + (W - L - R) * (t - tStart) / windowMs; }
+    // the time axis spans the samples there are (at least a minute, at
+    // most the window), so a young history is not a sliver at the right
+    var tEnd = ts.length ? ts[ts.length - 1] : Date.now();
+    var span = ts.length ? Math.min(windowMs, Math.max(20000, tEnd - ts[0])) : windowMs, tStart = tEnd - span;
+    function x(t) { return L + (W - L - R) * (t - tStart) / span; }
     function y(v) { return T + (H - T - B) * (1 - v / max); }
     s.appendChild(svg("line", { x1: L, y1: T, x2: L, y2: H - B, "class": "axis" }));
     s.appendChild(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, "class": "axis" }));
@@ -199,16 +202,22 @@
       var path = "/_node/" + encodeURIComponent(node) + "/_history" + (last ? "?since=" + last : "");
       getJSON(path).then(function (res) {
         if (res.status === 404) { status.textContent = "No history on this node."; wrap.hidden = true; return; }
-        if (!res.ok || !res.body) { status.textContent = "Could not read the history: " + apiError(res); return; }
+        if (!res.ok || !res.body) {
+          var hint = res.status === 401 && node !== "_local" ?
+            " (a session cookie works on another node only when every node has the same chttpd_auth/secret and the same admin password hash: docs/console.md)" : "";
+          status.textContent = "Could not read the history: " + apiError(res) + hint;
+          wrap.hidden = samples.length === 0;
+          return;
+        }
         wrap.hidden = false;
         interval = res.body.interval_seconds || interval;
         windowS = res.body.window_seconds || windowS;
         (res.body.samples || []).forEach(function (s) { if (s.t > last) { samples.push(s); last = s.t; } });
         var cut = last - windowS * 1000;
         while (samples.length && samples[0].t < cut) { samples.shift(); }
-        status.textContent = samples.length + " samples, one every " + interval + " s; last " + (last ? hhmmss(last) : "–") + ".";
+        status.textContent = samples.length + (samples.length === 1 ? " sample" : " samples") + ", one every " + interval + " s; last " + (last ? hhmmss(last) : "–") + ".";
         draw();
-      }).catch(function (e) { status.textContent = "Could not read the history: " + e; })
+      }).catch(function (e) { status.textContent = "Could not read the history: " + e; wrap.hidden = samples.length === 0; })
         .then(function () { setTimeout(tick, Math.max(1, interval) * 1000); });
     }
     tick();

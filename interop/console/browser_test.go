@@ -323,6 +323,20 @@ func TestBrowserCluster(t *testing.T) {
 	chromiumPath(t)
 	c := testcluster.New(t, 3, historyEvery(time.Second))
 	c.Join()
+	// a session cookie made by node1 is taken by the others (the graphs
+	// page reads each node's history through node1 with it) only when
+	// they share the cookie secret and the admin's hash, as in CouchDB
+	_, hash := c.Do(0, "GET", "/_node/_local/_config/admins/"+testserver.AdminUser, "")
+	for i := range c.Nodes {
+		if st, out := c.Do(i, "PUT", "/_node/_local/_config/chttpd_auth/secret", `"console-test-secret"`); st != 200 {
+			t.Fatalf("secret on node %d: %d %s", i+1, st, out)
+		}
+		if i > 0 {
+			if st, out := c.Do(i, "PUT", "/_node/_local/_config/admins/"+testserver.AdminUser, strings.TrimSpace(string(hash))); st != 200 {
+				t.Fatalf("admin hash on node %d: %d %s", i+1, st, out)
+			}
+		}
+	}
 	if st, out := c.Do(0, "PUT", "/orders?q=4&n=2", ""); st != 201 && st != 202 {
 		t.Fatalf("create: %d %s", st, out)
 	}
@@ -345,8 +359,9 @@ func TestBrowserCluster(t *testing.T) {
 
 	tb.run("graphs of 3 nodes", 40*time.Second,
 		chromedp.Navigate(base+"/_utils/graphs"),
-		chromedp.WaitVisible(`//section[@data-node="node3@127.0.0.1"]//p[contains(text(), "samples")]`),
-		chromedp.WaitVisible(`//section[@data-node="node1@127.0.0.1"]//p[contains(text(), "samples")]`))
+		chromedp.WaitVisible(`//section[@data-node="node3@127.0.0.1"]//p[contains(text(), "one every")]`),
+		chromedp.WaitVisible(`//section[@data-node="node1@127.0.0.1"]//p[contains(text(), "one every")]`),
+		chromedp.Sleep(5*time.Second)) // a few samples drawn
 	sets := get(tb, "count sets", chromedp.Evaluate[int](`document.querySelectorAll(".node-graphs").length`))
 	if sets != 3 {
 		t.Errorf("graph sets: %d, want 3", sets)
