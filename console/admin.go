@@ -392,12 +392,8 @@ func (c *Console) replication(w http.ResponseWriter, r *http.Request) {
 // createReplication writes a doc into _replicator (PUT with an id, POST
 // without).
 func (c *Console) createReplication(w http.ResponseWriter, r *http.Request) {
-	s, ok := c.user(w, r)
+	s, ok := c.changer(w, r)
 	if !ok {
-		return
-	}
-	if why := c.checkCSRF(r); why != "" {
-		c.forbidden(w, r, why)
 		return
 	}
 	f := r.PostForm
@@ -436,12 +432,8 @@ func (c *Console) createReplication(w http.ResponseWriter, r *http.Request) {
 
 // cancelReplication deletes the replication's doc (CouchDB's way).
 func (c *Console) cancelReplication(w http.ResponseWriter, r *http.Request) {
-	s, ok := c.user(w, r)
+	s, ok := c.changer(w, r)
 	if !ok {
-		return
-	}
-	if why := c.checkCSRF(r); why != "" {
-		c.forbidden(w, r, why)
 		return
 	}
 	id := r.PostFormValue("doc_id")
@@ -636,12 +628,8 @@ func (c *Console) config(w http.ResponseWriter, r *http.Request) {
 // setConfig is the edit form's POST: step=confirm shows the old and the
 // new value and asks again; step=apply writes it.
 func (c *Console) setConfig(w http.ResponseWriter, r *http.Request) {
-	s, ok := c.user(w, r)
+	s, ok := c.changer(w, r)
 	if !ok {
-		return
-	}
-	if why := c.checkCSRF(r); why != "" {
-		c.forbidden(w, r, why)
 		return
 	}
 	p := s.page("Configuration of " + c.cfg.NodeName)

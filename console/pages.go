@@ -186,6 +186,21 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }
 
+// changer is the logged-in user of a form that changes something, once
+// its CSRF check passed; false when the answer (the login, or the
+// refusal) has been written.
+func (c *Console) changer(w http.ResponseWriter, r *http.Request) (*session, bool) {
+	s, ok := c.user(w, r)
+	if !ok {
+		return nil, false
+	}
+	if why := c.checkCSRF(r); why != "" {
+		c.forbidden(w, r, why)
+		return nil, false
+	}
+	return s, true
+}
+
 // forbidden is a refused form: nothing was done.
 func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, why string) {
 	c.render(w, r, http.StatusForbidden, "error", page{Title: "Refused",
@@ -249,12 +264,8 @@ func (c *Console) renderDatabases(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 func (c *Console) createDB(w http.ResponseWriter, r *http.Request) {
-	s, ok := c.user(w, r)
+	s, ok := c.changer(w, r)
 	if !ok {
-		return
-	}
-	if why := c.checkCSRF(r); why != "" {
-		c.forbidden(w, r, why)
 		return
 	}
 	name := r.PostFormValue("name")
@@ -267,12 +278,8 @@ func (c *Console) createDB(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) deleteDB(w http.ResponseWriter, r *http.Request) {
-	s, ok := c.user(w, r)
+	s, ok := c.changer(w, r)
 	if !ok {
-		return
-	}
-	if why := c.checkCSRF(r); why != "" {
-		c.forbidden(w, r, why)
 		return
 	}
 	db := r.PathValue("db")
@@ -429,12 +436,8 @@ func (c *Console) loadDoc(w http.ResponseWriter, r *http.Request, db, id string)
 // saveDoc writes the edited JSON. A parse error or a refusal (a stale
 // rev's 409 among them) shows the page again with the user's text kept.
 func (c *Console) saveDoc(w http.ResponseWriter, r *http.Request) {
-	s, ok := c.user(w, r)
+	s, ok := c.changer(w, r)
 	if !ok {
-		return
-	}
-	if why := c.checkCSRF(r); why != "" {
-		c.forbidden(w, r, why)
 		return
 	}
 	db, id := r.PathValue("db"), r.PathValue("id")
