@@ -130,7 +130,19 @@ type Actor struct {
 	compactWake  bool
 	// reader is the process of the copy's point reads (reader.go).
 	reader *actor.PID
+	// sweep is armed while waiters wait: it sends the actor a
+	// sweepTick. protoactor's own SetReceiveTimeout is not used: its
+	// timer goroutine writes the context's fields unsynchronised with
+	// the mailbox goroutine (a data race the race detector found when a
+	// shard stops).
+	sweep *time.Timer
 }
+
+// sweepTick asks the actor to drop waiters whose deadline passed.
+type sweepTick struct{}
+
+// sweepEvery is how often waiters past their deadline are dropped.
+const sweepEvery = 5 * time.Second
 
 // Receive is the actor's state machine.
 func (a *Actor) Receive(ctx actor.Context) {
@@ -152,12 +164,15 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.stats = stats
 		a.cfg.Disk.Add(stats.FileSize)
-		ctx.SetReceiveTimeout(5 * time.Second)
 		if a.reader == nil {
 			sys := ctx.ActorSystem()
 			a.reader, _ = sys.ProcessRegistry.Add(newReader(a.cfg, a.st, sys), ReaderID(ctx.Self().Id))
 		}
 	case *actor.Stopping:
+		if a.sweep != nil {
+			a.sweep.Stop()
+			a.sweep = nil
+		}
 		// a compaction batch still queued is refused: its compactor
 		// waits for the answer, and the node's shutdown for the compactor
 		if a.compactQ != nil {
@@ -172,8 +187,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.cfg.Disk.Add(-a.stats.FileSize)
 			a.stats = &pb.ShardStats{}
 		}
-	case *actor.ReceiveTimeout:
+	case sweepTick:
+		a.sweep = nil
 		a.sweepWaiters(ctx, time.Now())
+		a.armSweep(ctx)
 
 	// writes: queued, committed in groups
 	case *pb.UpdateDocs:
@@ -283,7 +300,17 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.sweepWaiters(ctx, time.Now())
 		}
 		a.waiters = append(a.waiters, waiter{since: m.Since, pid: ctx.Sender(), deadline: time.Now().Add(d)})
+		a.armSweep(ctx)
 	}
+}
+
+// armSweep starts the sweep timer if waiters wait and none is armed.
+func (a *Actor) armSweep(ctx actor.Context) {
+	if a.sweep != nil || len(a.waiters) == 0 {
+		return
+	}
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	a.sweep = time.AfterFunc(sweepEvery, func() { root.Send(self, sweepTick{}) })
 }
 
 func replyTo(ctx actor.Context, reply bool) *actor.PID {
