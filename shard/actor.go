@@ -136,6 +136,8 @@ type Actor struct {
 	// the mailbox goroutine (a data race the race detector found when a
 	// shard stops).
 	sweep *time.Timer
+	// stopped is closed when the actor stops; the compactor watches it.
+	stopped chan struct{}
 }
 
 // sweepTick asks the actor to drop waiters whose deadline passed.
@@ -176,8 +178,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// a compaction batch still queued is refused: its compactor
 		// waits for the answer, and the node's shutdown for the compactor
 		if a.compactQ != nil {
-			ctx.Send(a.compactQ.sender, compactBatchDone{err: errStopping})
+			a.compactQ.compact.answer(errStopping)
 			a.compactQ = nil
+		}
+		// and a batch still in the mailbox is dropped by protoactor
+		// once the actor has stopped: the compactor stops waiting here
+		if a.stopped != nil {
+			close(a.stopped)
+			a.stopped = nil
 		}
 		if a.reader != nil {
 			ctx.ActorSystem().ProcessRegistry.Remove(a.reader)
@@ -214,10 +222,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.startCompaction(ctx)
 	case *compactBatch:
 		if a.compactQ != nil {
-			ctx.Respond(compactBatchDone{err: errors.New("shard: a compaction batch is queued already")})
+			m.answer(errors.New("shard: a compaction batch is queued already"))
 			return
 		}
-		a.compactQ = &item{compact: m, sender: ctx.Sender()}
+		a.compactQ = &item{compact: m}
 		a.compactSince = time.Now()
 		a.maybeCommit(ctx)
 	case compactWake:
@@ -423,6 +431,10 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 		a.cfg.Logger.Error("shard commit failed", "shard", a.cfg.Name, "err", d.res.err)
 		e := perr(ErrInternal.Code, d.res.err.Error())
 		for _, it := range d.items {
+			if it.compact != nil {
+				it.compact.answer(d.res.err)
+				continue
+			}
 			if it.sender == nil {
 				continue
 			}
@@ -431,8 +443,6 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 				ctx.Send(it.sender, &pb.UpdateResult{Results: failAll(it.batch, e)})
 			case it.flush:
 				ctx.Send(it.sender, &pb.FlushReply{Error: e})
-			case it.compact != nil:
-				ctx.Send(it.sender, compactBatchDone{err: d.res.err})
 			case it.purge != nil:
 				ctx.Send(it.sender, &pb.PurgeReply{Error: e})
 			case it.purgeLimit > 0:
@@ -462,7 +472,7 @@ func (a *Actor) finishCommit(ctx actor.Context, d commitDone) {
 			case it.flush:
 				ctx.Send(it.sender, &pb.FlushReply{UpdateSeq: a.meta.UpdateSeq})
 			case it.compact != nil:
-				ctx.Send(it.sender, compactBatchDone{})
+				it.compact.answer(nil)
 			case it.purge != nil:
 				ctx.Send(it.sender, d.res.purged[pi])
 				pi++

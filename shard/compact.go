@@ -105,13 +105,25 @@ type compactOp struct {
 }
 
 // compactBatch is sent by the compactor to its shard actor (in-process
-// only, like commitDone). The actor answers compactBatchDone once it is
-// committed.
+// only, like commitDone). The actor answers on done once it is
+// committed. A channel, not a protoactor future: a message still in the
+// mailbox when the actor stops is dropped without an answer, and the
+// compactor must then stop waiting at once (it watches the actor's
+// stopped channel) rather than at a future's timeout, which the node's
+// shutdown would wait for.
 type compactBatch struct {
 	ops   []compactOp
 	sweep []string // attachment digests no leaf refers to
 	final bool     // the walk is over: reset the file size estimate
+	done  chan compactBatchDone
 }
+
+func newCompactBatch(ops []compactOp, sweep []string, final bool) *compactBatch {
+	return &compactBatch{ops: ops, sweep: sweep, final: final, done: make(chan compactBatchDone, 1)}
+}
+
+// answer is called once, by the actor.
+func (b *compactBatch) answer(err error) { b.done <- compactBatchDone{err: err} }
 
 type compactBatchDone struct{ err error }
 
@@ -175,6 +187,7 @@ type compactor struct {
 	tasks     *tasks.Registry
 	disk      *storage.Disk
 	log       *slog.Logger
+	stopped   <-chan struct{}
 }
 
 func (c *compactor) run() error {
@@ -240,14 +253,14 @@ func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 	var last, done uint64
 	// One batch at the actor at a time; the next page is read while it
 	// commits (pages cover disjoint seqs, so disjoint docs).
-	var inflight *actor.Future
+	var inflight *compactBatch
 	wait := func() error {
 		if inflight == nil {
 			return nil
 		}
-		f := inflight
+		b := inflight
 		inflight = nil
-		return batchResult(f)
+		return c.result(b)
 	}
 	// Walk to the seq the shard had when compaction started, then catch
 	// up once with what was written meanwhile (docs updated during the
@@ -266,7 +279,8 @@ func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 				break
 			}
 			if len(ops) > 0 {
-				inflight = c.root.RequestFuture(c.self, &compactBatch{ops: ops}, 5*time.Minute)
+				inflight = newCompactBatch(ops, nil, false)
+				c.root.Send(c.self, inflight)
 			}
 			last = next
 			done += uint64(n)
@@ -295,7 +309,7 @@ func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 			sweep = append(sweep, d)
 		}
 	}
-	if err := c.send(&compactBatch{sweep: sweep, final: true}); err != nil {
+	if err := c.send(newCompactBatch(nil, sweep, true)); err != nil {
 		return 0, err
 	}
 	var ticket uint64
@@ -308,19 +322,23 @@ func (c *compactor) walk(task *tasks.Task) (uint64, error) {
 
 // send hands a batch to the actor and waits for its commit.
 func (c *compactor) send(b *compactBatch) error {
-	return batchResult(c.root.RequestFuture(c.self, b, 5*time.Minute))
+	c.root.Send(c.self, b)
+	return c.result(b)
 }
 
-func batchResult(f *actor.Future) error {
-	r, err := f.Result()
-	if err != nil {
-		return err
+// result waits for the actor's answer to b, or for the actor to stop.
+func (c *compactor) result(b *compactBatch) error {
+	select {
+	case d := <-b.done:
+		return d.err
+	case <-c.stopped:
+		select {
+		case d := <-b.done: // answered while stopping
+			return d.err
+		default:
+			return errStopping
+		}
 	}
-	d, ok := r.(compactBatchDone)
-	if !ok {
-		return fmt.Errorf("compact: unexpected answer %T", r)
-	}
-	return d.err
 }
 
 // page reads the by-seq entries after last (up to end) and computes their
@@ -539,8 +557,12 @@ func (a *Actor) startCompaction(ctx actor.Context) {
 	}
 	a.compacting = true
 	a.keep = map[string]bool{}
+	if a.stopped == nil {
+		a.stopped = make(chan struct{})
+	}
 	c := &compactor{
-		st: a.st, self: ctx.Self(), root: ctx.ActorSystem().Root, name: a.cfg.Name,
+		stopped: a.stopped,
+		st:      a.st, self: ctx.Self(), root: ctx.ActorSystem().Root, name: a.cfg.Name,
 		revsLimit: int(a.meta.RevsLimit), tasks: a.cfg.Tasks, disk: a.cfg.Disk, log: a.cfg.Logger,
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root

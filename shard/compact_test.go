@@ -402,3 +402,27 @@ func TestCompactionYieldsToOtherShardsWrites(t *testing.T) {
 	}
 	a.compacted("d0000", revs["d0000"])
 }
+
+// A batch the actor never answers — protoactor drops what is still in a
+// stopped actor's mailbox — must not hold the compactor (and the node's
+// shutdown, which waits for it) until some timeout: it ends when the
+// actor stops.
+func TestCompactorStopsWaitingWhenTheActorStops(t *testing.T) {
+	stopped := make(chan struct{})
+	c := &compactor{stopped: stopped}
+	answered := newCompactBatch(nil, nil, false)
+	answered.answer(nil)
+	if err := c.result(answered); err != nil {
+		t.Fatalf("an answered batch: %v", err)
+	}
+	lost := newCompactBatch(nil, nil, false)
+	close(stopped)
+	if err := c.result(lost); err != errStopping {
+		t.Fatalf("a lost batch after the stop: %v, want errStopping", err)
+	}
+	late := newCompactBatch(nil, nil, true)
+	late.answer(fmt.Errorf("refused"))
+	if err := c.result(late); err == nil || err.Error() != "refused" {
+		t.Fatalf("a batch answered while stopping: %v, want its answer", err)
+	}
+}

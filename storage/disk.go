@@ -69,6 +69,10 @@ type Disk struct {
 	bg      sync.WaitGroup // work started with Go
 	closed  bool
 	closing chan struct{} // closed by Close
+	// quit is closed as Close begins, before it waits for the work that
+	// holds use: a reclamation watches it to end early
+	quit     chan struct{}
+	quitOnce sync.Once
 
 	// what reclamations did, for the node's metrics (ValueLogFiles)
 	droppedFiles, droppedBytes, rewrittenFiles atomic.Int64
@@ -99,7 +103,7 @@ func NewDisk(db *badger.DB, dir string, log *slog.Logger) *Disk {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &Disk{db: db, dir: dir, log: log, DiscardRatio: 0.5,
-		closing: make(chan struct{}), copySlot: make(chan struct{}, 1)}
+		closing: make(chan struct{}), quit: make(chan struct{}), copySlot: make(chan struct{}, 1)}
 	d.gcCond = sync.NewCond(&d.gcMu)
 	return d
 }
@@ -130,6 +134,7 @@ func (d *Disk) Release() {
 // new ones, then waits for the background work started with Go (which
 // the refusals end); the node calls it before closing badger.
 func (d *Disk) Close() {
+	d.quitOnce.Do(func() { close(d.quit) })
 	d.use.Lock()
 	if !d.closed {
 		d.closed = true
@@ -413,6 +418,13 @@ func (d *Disk) reclaim() error {
 	next := nextGCFile(d.dir, d.DiscardRatio, 0)
 	warm(next)
 	for {
+		// the node's shutdown waits for this (it holds use): stop
+		// between files
+		select {
+		case <-d.quit:
+			return ErrClosed
+		default:
+		}
 		t0 := time.Now()
 		cur := next
 		ahead := make(chan struct{})
