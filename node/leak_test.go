@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -31,6 +32,62 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	s := testserver.Start(t)
 	exercise(t, s)
 	s.Stop(t)
+}
+
+// A node closed while its compactions walk and reclaim closes as soon as
+// they notice, leaving nothing behind. Before, a compaction batch sent
+// just as its shard stopped was dropped unanswered and held Close for
+// the batch's 5-minute timeout (CI's ~300 s stalls).
+func TestCloseDuringCompaction(t *testing.T) {
+	defer goleak.VerifyNone(t, append(libraryGoroutines, goleak.IgnoreCurrent())...)
+	defer http.DefaultClient.CloseIdleConnections()
+	for _, delay := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond} {
+		s := testserver.Start(t)
+		for _, db := range []string{"c1", "c2"} {
+			r := s.Do(t, "PUT", "/"+db+"?q=4", nil)
+			if b := readAll(t, r); r.StatusCode != 201 {
+				t.Fatalf("PUT /%s: %d %s", db, r.StatusCode, b)
+			}
+			for round := range 3 {
+				var b strings.Builder
+				b.WriteString(`{"docs":[`)
+				for i := range 2000 {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `{"_id":"d%d","round":%d,"pad":"%s"}`, i+round*500, round, strings.Repeat("x", 1000))
+				}
+				b.WriteString(`]}`)
+				r := s.Do(t, "POST", "/"+db+"/_bulk_docs", b.String())
+				if b := readAll(t, r); r.StatusCode != 201 {
+					t.Fatalf("_bulk_docs: %d %.200s", r.StatusCode, b)
+				}
+			}
+			req := s.NewRequest(t, "POST", "/"+db+"/_compact", "{}")
+			req.SetBasicAuth(testserver.AdminUser, testserver.AdminPassword)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 202 {
+				t.Fatalf("_compact: %d %s", resp.StatusCode, readAll(t, resp))
+			}
+			resp.Body.Close()
+		}
+		time.Sleep(delay)
+		// not a speed figure: a watchdog for the hang, far above any close
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Stop(t)
+		}()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("Close during compaction (after %v) still waits after 2 minutes", delay)
+		}
+	}
 }
 
 // exercise runs a short workload against s.

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +78,22 @@ func (s *Server) Stop(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.Node.Close(ctx); err != nil {
+	// a Close that hangs says where: the goroutines, once, into the log
+	closed, dumped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(dumped)
+		select {
+		case <-closed:
+		case <-time.After(45 * time.Second):
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Logf("testserver: node.Close still waits after 45 s; goroutines:\n%s", b.String())
+		}
+	}()
+	err := s.Node.Close(ctx)
+	close(closed)
+	<-dumped
+	if err != nil {
 		t.Errorf("close settee: %v", err)
 	}
 	s.Node = nil
