@@ -24,7 +24,7 @@ test:
 	wait $$pid; interop=$$?; echo "go test -count=1 ./interop/couchrepl/ ./interop/console/ (beside the race pass)"; \
 	cat $$log; rm -f $$log; [ $$race -eq 0 ] && [ $$interop -eq 0 ]
 	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/
-	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|ClusterWide|ViewsCluster|MangoCluster|PartitionCluster' ./httpgw/
+	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|NodeProxy|ClusterWide|ViewsCluster|MangoCluster|PartitionCluster' ./httpgw/
 	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll|EmptyMemFile' . ./y
 
 run:

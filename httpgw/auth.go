@@ -54,6 +54,9 @@ var errBadLogin = newErr(401, "unauthorized", "Name or password is incorrect.")
 // passes to the next. No handler finding a user leaves the request
 // anonymous (require_valid_user decides after).
 func (a *authenticator) authenticate(rq *req) (*User, error) {
+	if u := nodeUser(a.g.cfg.NodeKey, rq.r, time.Now()); u != nil {
+		return u, nil // forwarded by another member (nodeproxy.go)
+	}
 	c := a.conf()
 	for _, h := range c.handlers {
 		var u *User

@@ -169,6 +169,7 @@ func (g *Gateway) proxyNode(rq *req, name string) error {
 			out.URL.Path = strings.TrimSuffix("/_node/_local/"+strings.Join(rq.segs[2:], "/"), "/")
 		}
 		out.URL.RawPath = raw
+		signForNode(g.cfg.NodeKey, out, rq.user, time.Now())
 		p.ServeHTTP(rq.w, out)
 		return nil
 	}

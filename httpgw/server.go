@@ -74,6 +74,10 @@ type Config struct {
 	DBUpdates DBUpdates
 	// JS runs design-doc functions (JavaScript reduces of views).
 	JS *couchjs.Pool
+	// NodeKey signs the user of a /_node/<other> request forwarded to
+	// another member, and checks such requests (nodeproxy.go); derived
+	// from the cluster secret, nil on a node outside a cluster.
+	NodeKey []byte
 }
 
 // Gateway is the CouchDB HTTP API of one node.

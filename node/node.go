@@ -106,6 +106,10 @@ type Services struct {
 	Logger          *slog.Logger
 	// JS runs design-doc functions (reduce, validate_doc_update, …).
 	JS *couchjs.Pool
+	// NodeKey is derived from the cluster secret (nil outside a cluster):
+	// a request one member forwards to another as its user is signed
+	// with it.
+	NodeKey []byte
 }
 
 // Replications is the replicator as /_replicate and /_scheduler reach it.
@@ -274,6 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		RequestTimeout:  cfg.RequestTimeout,
 		Logger:          log,
 		JS:              n.js,
+		NodeKey:         nodeKey(cfg.Cluster.Secret),
 	})
 	if err != nil {
 		return fail(err)

@@ -135,3 +135,14 @@ func startRemote(sys *actor.ActorSystem, addr, advertise, secret string) (r *rem
 	r.Start()
 	return r, sys.Address(), nil
 }
+
+// nodeKey is the HMAC key of requests one member's HTTP API forwards to
+// another's as its authenticated user; nil without a cluster secret. It
+// is not the secret itself, nor the transport's token.
+func nodeKey(secret string) []byte {
+	if secret == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte("settee-node-proxy-v1:" + secret))
+	return sum[:]
+}

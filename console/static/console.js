@@ -180,7 +180,11 @@
       var pts = [];
       for (var j = 0; j < se.values.length; j++) { pts.push(x(ts[j]).toFixed(1) + "," + y(se.values[j]).toFixed(1)); }
       var cls = "s" + (i % 8);
-      if (pts.length) { s.appendChild(svg("polyline", { points: pts.join(" "), "class": cls })); }
+      if (pts.length === 1) {
+        // one sample is a point, not a line: a dot, so a young history shows
+        var xy = pts[0].split(",");
+        s.appendChild(svg("circle", { cx: xy[0], cy: xy[1], r: 2.5, "class": cls + " dot" }));
+      } else if (pts.length) { s.appendChild(svg("polyline", { points: pts.join(" "), "class": cls })); }
       var last = se.values.length ? se.values[se.values.length - 1] : 0;
       legend.appendChild(el("li", { "class": cls }, se.name + " " + fmt(last)));
     });
@@ -203,9 +207,7 @@
       getJSON(path).then(function (res) {
         if (res.status === 404) { status.textContent = "No history on this node."; wrap.hidden = true; return; }
         if (!res.ok || !res.body) {
-          var hint = res.status === 401 && node !== "_local" ?
-            " (a session cookie works on another node only when every node has the same chttpd_auth/secret and the same admin password hash: docs/console.md)" : "";
-          status.textContent = "Could not read the history: " + apiError(res) + hint;
+          status.textContent = "Could not read the history: " + apiError(res);
           wrap.hidden = samples.length === 0;
           return;
         }
