@@ -54,8 +54,11 @@ var errBadLogin = newErr(401, "unauthorized", "Name or password is incorrect.")
 // passes to the next. No handler finding a user leaves the request
 // anonymous (require_valid_user decides after).
 func (a *authenticator) authenticate(rq *req) (*User, error) {
-	if u := nodeUser(a.g.cfg.NodeKey, rq.r, time.Now()); u != nil {
-		return u, nil // forwarded by another member (nodeproxy.go)
+	if len(rq.segs) > 0 && rq.segs[0] == "_node" {
+		// forwarded by another member (nodeproxy.go): only /_node paths are
+		if u := nodeUser(a.g.cfg.NodeKey, rq.r, time.Now()); u != nil {
+			return u, nil
+		}
 	}
 	c := a.conf()
 	for _, h := range c.handlers {
