@@ -140,6 +140,14 @@ type Reclaimer interface {
 	ValueLogFiles() (dropped, droppedBytes, rewritten int64)
 }
 
+// Copier reports what the node's compactions copied (storage.Disk does).
+type Copier interface {
+	CopiedBytes() int64
+}
+
+var descCopied = prometheus.NewDesc("settee_compaction_copied_bytes_total",
+	"Bytes compactions copied: doc records their walks rewrote and value-log files badger's GC rewrote.", nil, nil)
+
 var (
 	descDropped = prometheus.NewDesc("settee_vlog_files_dropped_total",
 		"Value-log files that space reclamation deleted without reading them (no key pointed into them).", nil, nil)
@@ -158,6 +166,9 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- descDroppedBytes
 		ch <- descRewritten
 	}
+	if _, ok := c.d.(Copier); ok {
+		ch <- descCopied
+	}
 }
 
 func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
@@ -174,5 +185,8 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(dropped))
 		ch <- prometheus.MustNewConstMetric(descDroppedBytes, prometheus.CounterValue, float64(bytes))
 		ch <- prometheus.MustNewConstMetric(descRewritten, prometheus.CounterValue, float64(rewritten))
+	}
+	if cp, ok := c.d.(Copier); ok {
+		ch <- prometheus.MustNewConstMetric(descCopied, prometheus.CounterValue, float64(cp.CopiedBytes()))
 	}
 }

@@ -41,9 +41,13 @@ type Sample struct {
 	DocsWrittenPerSec     float64 `json:"docs_written_per_sec"`
 	DocsReadPerSec        float64 `json:"docs_read_per_sec"`
 	ReplicationDocsPerSec float64 `json:"replication_docs_per_sec"`
-	CompactionMBPerSec    float64 `json:"compaction_mb_per_sec"`
-	DiskBytes             int64   `json:"disk_bytes"`
-	RSSBytes              int64   `json:"rss_bytes"`
+	// CompactionMBPerSec is what compactions copied (MiB/s: the doc
+	// records their walks rewrote, the value-log files GC rewrote);
+	// CompactionReclaimedMBPerSec the value-log files they deleted unread.
+	CompactionMBPerSec          float64 `json:"compaction_mb_per_sec"`
+	CompactionReclaimedMBPerSec float64 `json:"compaction_reclaimed_mb_per_sec"`
+	DiskBytes                   int64   `json:"disk_bytes"`
+	RSSBytes                    int64   `json:"rss_bytes"`
 }
 
 // History is a ring of a node's last samples: HistoryWindow / interval of
@@ -159,6 +163,7 @@ type snapshot struct {
 	docsRead     float64
 	replications map[string]float64 // docs written, by replication id
 	dropped      float64            // value-log bytes reclaim deleted
+	copied       float64            // bytes compactions copied
 	disk, rss    int64
 	taken        bool
 }
@@ -225,6 +230,9 @@ func (m *Metrics) snapshot(now time.Time) snapshot {
 		_, b, _ := r.ValueLogFiles()
 		s.dropped = float64(b)
 	}
+	if c, ok := m.cfg.Disk.(Copier); ok {
+		s.copied = float64(c.CopiedBytes())
+	}
 	switch {
 	case m.cfg.Disk != nil:
 		s.disk = m.cfg.Disk.Allocated()
@@ -265,7 +273,8 @@ func (s *snapshot) sample(prev *snapshot) Sample {
 		rep += delta(v, prev.replications[id])
 	}
 	out.ReplicationDocsPerSec = round3(rep / secs)
-	out.CompactionMBPerSec = round3(delta(s.dropped, prev.dropped) / (1 << 20) / secs)
+	out.CompactionMBPerSec = round3(delta(s.copied, prev.copied) / (1 << 20) / secs)
+	out.CompactionReclaimedMBPerSec = round3(delta(s.dropped, prev.dropped) / (1 << 20) / secs)
 	return out
 }
 

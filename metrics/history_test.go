@@ -43,7 +43,9 @@ func TestQuantile(t *testing.T) {
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 // reclaimDisk is a Disk whose reclaimed bytes move.
-type reclaimDisk struct{ alloc, dropped atomic.Int64 }
+type reclaimDisk struct{ alloc, dropped, copied atomic.Int64 }
+
+func (d *reclaimDisk) CopiedBytes() int64 { return d.copied.Load() }
 
 func (d *reclaimDisk) Allocated() int64 { return d.alloc.Load() }
 func (d *reclaimDisk) ValueLogFiles() (int64, int64, int64) {
@@ -79,6 +81,7 @@ func TestHistoryRates(t *testing.T) {
 	m.DocsRead(4)
 	rep.Update(map[string]any{"docs_written": uint64(30)})
 	disk.dropped.Store(4 << 20)
+	disk.copied.Store(3 << 20)
 	h.Tick(t0.Add(2 * time.Second))
 
 	// the job restarts: its new task counts from 0 again
@@ -100,13 +103,14 @@ func TestHistoryRates(t *testing.T) {
 	}
 	// 3 ms lies in (2.5 ms, 5 ms]: interpolated as histogram_quantile does
 	for name, c := range map[string][2]float64{
-		"latency_p50_ms":           {s.LatencyP50Ms, 2.5 + 2.5*0.5},
-		"latency_p99_ms":           {s.LatencyP99Ms, 2.5 + 2.5*0.99},
-		"docs_written_per_sec":     {s.DocsWrittenPerSec, 10},
-		"docs_read_per_sec":        {s.DocsReadPerSec, 2},
-		"replication_docs_per_sec": {s.ReplicationDocsPerSec, 15},
-		"compaction_mb_per_sec":    {s.CompactionMBPerSec, 2},
-		"disk_bytes":               {float64(s.DiskBytes), 12345},
+		"latency_p50_ms":                  {s.LatencyP50Ms, 2.5 + 2.5*0.5},
+		"latency_p99_ms":                  {s.LatencyP99Ms, 2.5 + 2.5*0.99},
+		"docs_written_per_sec":            {s.DocsWrittenPerSec, 10},
+		"docs_read_per_sec":               {s.DocsReadPerSec, 2},
+		"replication_docs_per_sec":        {s.ReplicationDocsPerSec, 15},
+		"compaction_mb_per_sec":           {s.CompactionMBPerSec, 1.5},
+		"compaction_reclaimed_mb_per_sec": {s.CompactionReclaimedMBPerSec, 2},
+		"disk_bytes":                      {float64(s.DiskBytes), 12345},
 	} {
 		if !near(c[0], c[1]) {
 			t.Errorf("%s = %v, want %v", name, c[0], c[1])
@@ -118,7 +122,7 @@ func TestHistoryRates(t *testing.T) {
 
 	s = got[1]
 	if len(s.RequestsPerSec) != 0 || s.LatencyP50Ms != 0 || s.LatencyP99Ms != 0 || s.DocsWrittenPerSec != 0 ||
-		s.CompactionMBPerSec != 0 || s.DiskBytes != 999 {
+		s.CompactionMBPerSec != 0 || s.CompactionReclaimedMBPerSec != 0 || s.DiskBytes != 999 {
 		t.Errorf("an idle interval: %+v", s)
 	}
 	if s.RequestsPerSec == nil {

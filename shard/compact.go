@@ -122,6 +122,15 @@ func newCompactBatch(ops []compactOp, sweep []string, final bool) *compactBatch 
 	return &compactBatch{ops: ops, sweep: sweep, final: final, done: make(chan compactBatchDone, 1)}
 }
 
+// bytes is the size of the records the batch rewrites.
+func (b *compactBatch) bytes() int64 {
+	var n int64
+	for _, op := range b.ops {
+		n += int64(len(op.info) + len(op.rec))
+	}
+	return n
+}
+
 // answer is called once, by the actor.
 func (b *compactBatch) answer(err error) { b.done <- compactBatchDone{err: err} }
 
@@ -327,9 +336,14 @@ func (c *compactor) send(b *compactBatch) error {
 }
 
 // result waits for the actor's answer to b, or for the actor to stop.
+// A committed batch's records count as copied (the node's compaction
+// rate: storage.Disk.CopiedBytes).
 func (c *compactor) result(b *compactBatch) error {
 	select {
 	case d := <-b.done:
+		if d.err == nil && c.disk != nil {
+			c.disk.Copied(b.bytes())
+		}
 		return d.err
 	case <-c.stopped:
 		select {

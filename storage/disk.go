@@ -76,6 +76,9 @@ type Disk struct {
 
 	// what reclamations did, for the node's metrics (ValueLogFiles)
 	droppedFiles, droppedBytes, rewrittenFiles atomic.Int64
+	// copied is what compactions copied: doc records their walks
+	// rewrote and value-log bytes badger's GC read to rewrite
+	copied atomic.Int64
 
 	// copySlot lets one compactor at a time walk and commit (acquireCopy).
 	copySlot chan struct{}
@@ -434,6 +437,12 @@ func (d *Disk) reclaim() error {
 			warm(next)
 		}()
 		commits := d.commits.Load()
+		var size int64
+		if cur != "" {
+			if fi, serr := os.Stat(cur); serr == nil {
+				size = fi.Size()
+			}
+		}
 		err := d.db.RunValueLogGC(d.DiscardRatio)
 		took := time.Since(t0)
 		if err == nil {
@@ -442,6 +451,9 @@ func (d *Disk) reclaim() error {
 			if cur != "" {
 				if _, serr := os.Stat(cur); errors.Is(serr, fs.ErrNotExist) {
 					hits++ // GC rewrote (and deleted) the file predicted
+					// and read it whole (a file it chose otherwise,
+					// rarely, is not counted: which one is not known)
+					d.copied.Add(size)
 				}
 			}
 			time.Sleep(gcPause(took, d.commits.Load() != commits))
@@ -475,6 +487,17 @@ func (d *Disk) flush() error {
 // ValueLogFiles reports, since the node started, the value-log files its
 // reclamations deleted unread and their bytes, and the files badger's GC
 // read and rewrote.
+// Copied adds n bytes to what compactions copied (a walk's batch).
+func (d *Disk) Copied(n int64) {
+	if d != nil {
+		d.copied.Add(n)
+	}
+}
+
+// CopiedBytes is what compactions copied since the node started: the
+// doc records their walks rewrote and the value-log files GC rewrote.
+func (d *Disk) CopiedBytes() int64 { return d.copied.Load() }
+
 func (d *Disk) ValueLogFiles() (dropped, droppedBytes, rewritten int64) {
 	return d.droppedFiles.Load(), d.droppedBytes.Load(), d.rewrittenFiles.Load()
 }

@@ -144,7 +144,8 @@
       return [{ name: "docs/s", values: ss.map(function (s) { return s.replication_docs_per_sec || 0; }) }];
     }, fmtNum],
     ["Compaction MB/s", function (ss) {
-      return [{ name: "MB/s", values: ss.map(function (s) { return s.compaction_mb_per_sec || 0; }) }];
+      return [{ name: "copied MB/s", values: ss.map(function (s) { return s.compaction_mb_per_sec || 0; }) },
+        { name: "reclaimed MB/s", values: ss.map(function (s) { return s.compaction_reclaimed_mb_per_sec || 0; }) }];
     }, fmtNum],
     ["Disk", function (ss) {
       return [{ name: "disk bytes", values: ss.map(function (s) { return s.disk_bytes || 0; }) }];
