@@ -98,6 +98,14 @@ type MangoResult struct {
 	RangeP99Ms float64 `json:"range_p99_ms"`
 	RangeSec   float64 `json:"range_sec"`
 	RangeDocs  int64   `json:"range_docs"` // docs returned by all range finds
+	// the range finds' ceiling (mangoceiling.go): the first range find's
+	// answer served by a bare net/http server to the same client, checked
+	// as the server's were; RangeCeilingRatio is RangeHz over it
+	RangeCeilingHz     float64 `json:"range_ceiling_hz"`
+	RangeCeilingP99Ms  float64 `json:"range_ceiling_p99_ms"`
+	RangeCeilingBytes  int     `json:"range_ceiling_body_bytes"`
+	RangeCeilingServer string  `json:"range_ceiling_server"`
+	RangeCeilingRatio  float64 `json:"range_ceiling_ratio"`
 
 	// the find on r: its time, the docs it found, what the server says it
 	// examined (execution_stats; 0: not reported) and its warning
@@ -124,6 +132,10 @@ func (r *MangoResult) WriteText(w io.Writer) {
 		r.EqHz, fmtMs(r.EqP50Ms), fmtMs(r.EqP99Ms), r.Finds, r.Concurrency)
 	fmt.Fprintf(w, "range + sort + limit %d:     %.0f q/s, p50 %s, p99 %s (%d finds, %d docs, %d clients)\n",
 		mangoLimit, r.RangeHz, fmtMs(r.RangeP50Ms), fmtMs(r.RangeP99Ms), r.Ranges, r.RangeDocs, r.Concurrency)
+	if r.RangeCeilingHz > 0 {
+		fmt.Fprintf(w, "  its ceiling (bare server):  %.0f q/s, p99 %s (one answer of %d bytes, %s; range finds at %.0f%% of it)\n",
+			r.RangeCeilingHz, fmtMs(r.RangeCeilingP99Ms), r.RangeCeilingBytes, r.RangeCeilingServer, 100*r.RangeCeilingRatio)
+	}
 	examined := "examined: not reported"
 	if r.UnindexedExamined > 0 {
 		examined = fmt.Sprintf("%d examined", r.UnindexedExamined)
@@ -276,6 +288,9 @@ func (m *mangoRun) run(ctx context.Context) error {
 	}
 	res.RangeHz, res.RangeP50Ms, res.RangeP99Ms, res.RangeSec = st.hz, st.p50, st.p99, round2(st.sec)
 	res.RangeDocs = docs.Load()
+	if err := m.rangeCeiling(ctx, rg, rgWant[0]); err != nil {
+		return err
+	}
 
 	// 6. the find no index serves
 	return m.unindexed(ctx, unBody, unWant)
@@ -442,6 +457,11 @@ func checkExplain(b, body []byte, want string) error {
 // finds sends the bodies to _find from Concurrency clients and checks each
 // answer with check (given the body's index).
 func (m *mangoRun) finds(ctx context.Context, name string, bodies [][]byte, check func(i int, b []byte) (int, error)) (stats, error) {
+	return m.findsWith(ctx, m.c, name, bodies, check)
+}
+
+// findsWith is finds through the client c.
+func (m *mangoRun) findsWith(ctx context.Context, c *client, name string, bodies [][]byte, check func(i int, b []byte) (int, error)) (stats, error) {
 	n := len(bodies)
 	var (
 		next     atomic.Int64
@@ -467,7 +487,7 @@ func (m *mangoRun) finds(ctx context.Context, name string, bodies [][]byte, chec
 					return
 				}
 				t0 := time.Now()
-				st, err := m.c.roundTrip(ctx, http.MethodPost, path, "", bodies[i], &buf)
+				st, err := c.roundTrip(ctx, http.MethodPost, path, "", bodies[i], &buf)
 				lats[w] = append(lats[w], time.Since(t0))
 				if err == nil && st != http.StatusOK {
 					err = statusError(http.MethodPost, path, st, buf.Bytes())

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,6 +46,13 @@ func TestRunMango(t *testing.T) {
 	// fewer than 25 docs, none more
 	if res.RangeHz <= 0 || res.RangeP99Ms < res.RangeP50Ms || res.RangeDocs <= 0 || res.RangeDocs > int64(res.Ranges*mangoLimit) {
 		t.Errorf("range finds: %+v", res)
+	}
+	// the ceiling: the first range find's answer from a bare server,
+	// checked as the server's
+	if res.RangeCeilingHz <= 0 || res.RangeCeilingBytes < 300 || res.RangeCeilingServer != CeilingChildProcess ||
+		res.RangeCeilingRatio != math.Round(res.RangeHz/res.RangeCeilingHz*1000)/1000 {
+		t.Errorf("range ceiling: %v q/s, %d bytes, server %q, ratio %v", res.RangeCeilingHz, res.RangeCeilingBytes,
+			res.RangeCeilingServer, res.RangeCeilingRatio)
 	}
 	if res.UnindexedMs <= 0 || res.UnindexedDocs != 3 {
 		t.Errorf("unindexed find: %v ms, %d docs, want 3", res.UnindexedMs, res.UnindexedDocs)
@@ -234,7 +242,8 @@ func TestMangoResultText(t *testing.T) {
 	r := &MangoResult{URL: "http://h:1", Docs: 20000, DocSize: DocMedium, DocBytes: 14650, Finds: 2000, Ranges: 500, Concurrency: 4,
 		ServerVendor: "The Apache Software Foundation", ServerVersion: "3.5.2",
 		LoadHz: 5000, LoadSec: 4, IndexMs: 12, BuildHz: 1100, BuildSec: 18.2, EqHz: 260, EqP50Ms: 10, EqP99Ms: 12,
-		RangeHz: 50, RangeP50Ms: 70, RangeP99Ms: 120, RangeDocs: 12500, UnindexedMs: 3100, UnindexedDocs: 20, UnindexedExamined: 20000}
+		RangeHz: 50, RangeP50Ms: 70, RangeP99Ms: 120, RangeDocs: 12500, RangeCeilingHz: 1600, RangeCeilingP99Ms: 5, RangeCeilingBytes: 365000,
+		RangeCeilingServer: CeilingChildProcess, RangeCeilingRatio: 0.031, UnindexedMs: 3100, UnindexedDocs: 20, UnindexedExamined: 20000}
 	var b strings.Builder
 	r.WriteText(&b)
 	for _, want := range []string{
@@ -243,6 +252,7 @@ func TestMangoResultText(t *testing.T) {
 		"index [g, v], first _find:   1100 docs/s (18.20s, POST _index 12.0ms)",
 		"equality finds, 3 fields:    260 q/s, p50 10.0ms, p99 12.0ms (2000 finds, 4 clients)",
 		"range + sort + limit 25:     50 q/s, p50 70.0ms, p99 120ms (500 finds, 12500 docs, 4 clients)",
+		"  its ceiling (bare server):  1600 q/s, p99 5.00ms (one answer of 365000 bytes, child process; range finds at 3% of it)",
 		"unindexed find (whole db):   3100ms (20 docs found, 20000 examined)",
 	} {
 		if !strings.Contains(b.String(), want) {
