@@ -421,6 +421,8 @@ func (a *Actor) maybeCommit(ctx actor.Context) {
 		} else {
 			res = st.apply(g, meta)
 		}
+		// after the commits, before the acknowledgements (lastKeySeqCached)
+		st.applied.Add(1)
 		root.Send(self, commitDone{items: items, res: res})
 	}()
 }

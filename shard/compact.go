@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -524,7 +525,21 @@ func (s *store) attDigests() (map[string]bool, error) {
 }
 
 // lastSeq is the highest seq in the by-seq index.
-func (s *store) lastSeq() uint64 { return s.lastKeySeq(s.k.seqPrefix()) }
+func (s *store) lastSeq() uint64 { return s.lastKeySeqCached(&s.lastSeqHint, s.k.seqPrefix()) }
+
+// lastKeySeqCached is lastKeySeq, found again only after an apply: the
+// count is read before the seek, and an apply increments it only once
+// its commits are visible (and before its writes are acknowledged), so a
+// hint of the current count holds every acknowledged write.
+func (s *store) lastKeySeqCached(hint *atomic.Pointer[seqHint], prefix []byte) uint64 {
+	gen := s.applied.Load()
+	if h := hint.Load(); h != nil && h.gen == gen {
+		return h.seq
+	}
+	seq := s.lastKeySeq(prefix)
+	hint.Store(&seqHint{gen: gen, seq: seq})
+	return seq
+}
 
 // lastKeySeq is the uint64 after the handle and kind byte of the last key
 // under prefix (a by-seq or purge record), 0 when there is none.

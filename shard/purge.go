@@ -206,4 +206,6 @@ func (s *store) readPurges(since uint64, limit int) ([]*pb.PurgeInfo, bool, erro
 }
 
 // lastPurgeSeq is the highest purge seq with a purge info.
-func (s *store) lastPurgeSeq() uint64 { return s.lastKeySeq(s.k.purgePrefix()) }
+func (s *store) lastPurgeSeq() uint64 {
+	return s.lastKeySeqCached(&s.lastPurgeHint, s.k.purgePrefix())
+}

@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
@@ -24,7 +25,17 @@ type store struct {
 	// MaxPartitionSize
 	partitioned  bool
 	maxPartition func() int64
+	// applied counts the committer's applies (every write to the copy's
+	// keys goes through one); lastSeq and lastPurgeSeq, asked on every
+	// view and Mango query to see whether an index is current, each cost
+	// a badger iterator's seek, and are kept for as long as it does not
+	// move (lastKeySeqCached)
+	applied                    atomic.Uint64
+	lastSeqHint, lastPurgeHint atomic.Pointer[seqHint]
 }
+
+// seqHint is a last seq found while applied was gen.
+type seqHint struct{ gen, seq uint64 }
 
 func newStore(cfg Config) *store {
 	return &store{db: cfg.DB, k: newKeys(cfg.Handle), partitioned: cfg.Partitioned, maxPartition: cfg.MaxPartitionSize}
