@@ -26,9 +26,20 @@ const getDocsParallel = 16
 // compared, each answer of bounded size across nodes), up to 16 at a time.
 // Results are parallel to ms.
 func (c *Coordinator) GetDocs(ctx context.Context, db string, ms []*pb.GetDoc) ([]DocResult, error) {
+	out, _, err := c.GetDocsInto(ctx, db, ms, nil)
+	return out, err
+}
+
+// GetDocsInto is GetDocs with a buffer for the docs asked rendered
+// (GetDoc.render): those of this node's copies are appended to buf
+// rather than each allocated, and their DocReply.Rendered are parts of
+// it. It returns the grown buf, which the caller may reuse once it is
+// done with the results. A range whose only copy is here is read on
+// this goroutine, its docs from one snapshot.
+func (c *Coordinator) GetDocsInto(ctx context.Context, db string, ms []*pb.GetDoc, buf []byte) ([]DocResult, []byte, error) {
 	_, ranges, err := c.lookup(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, buf, err
 	}
 	out := make([]DocResult, len(ms))
 	per := make([][]int, len(ranges))
@@ -44,6 +55,9 @@ func (c *Coordinator) GetDocs(ctx context.Context, db string, ms []*pb.GetDoc) (
 	}
 	to := actors.Timeout(ctx)
 	futures := make([]*actor.Future, len(ranges))
+	local := make([]*pb.DocsReply, len(ranges))
+	readers := make([]LocalReader, len(ranges))
+	reqs := make([]*pb.GetDocs, len(ranges))
 	for r, idx := range per {
 		if len(idx) == 0 {
 			continue
@@ -52,7 +66,19 @@ func (c *Coordinator) GetDocs(ctx context.Context, db string, ms []*pb.GetDoc) (
 		for j, i := range idx {
 			req.Docs[j] = ms[i]
 		}
-		futures[r] = c.root.RequestFuture(c.pl.PID(c.copies(ranges[r])[0]), req, to)
+		ref := c.copies(ranges[r])[0]
+		if lr := c.localReader(ref); lr != nil {
+			readers[r], reqs[r] = lr, req
+			continue
+		}
+		futures[r] = c.root.RequestFuture(c.pl.PID(ref), req, to)
+	}
+	// no hand-off to the actor and back for docs that are here; read
+	// once the other nodes are asked
+	for r, lr := range readers {
+		if lr != nil {
+			local[r], buf = lr.ReadDocs(reqs[r].Docs, buf)
+		}
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, getDocsParallel)
@@ -65,10 +91,14 @@ func (c *Coordinator) GetDocs(ctx context.Context, db string, ms []*pb.GetDoc) (
 		}()
 	}
 	for r, f := range futures {
-		if f == nil {
+		res, err := local[r], error(nil)
+		switch {
+		case res != nil:
+		case f == nil:
 			continue
+		default:
+			res, err = actors.Await[*pb.DocsReply](ctx, f)
 		}
-		res, err := actors.Await[*pb.DocsReply](ctx, f)
 		if err == nil && res.Error != nil {
 			err = res.Error
 		}
@@ -87,5 +117,5 @@ func (c *Coordinator) GetDocs(ctx context.Context, db string, ms []*pb.GetDoc) (
 		}
 	}
 	wg.Wait()
-	return out, nil
+	return out, buf, nil
 }

@@ -38,6 +38,10 @@ type PointReads interface {
 type LocalReader interface {
 	ReadDoc(m *pb.GetDoc) *pb.DocReply
 	ReadDocInfos(ids []string) *pb.DocInfosReply
+	// ReadDocs answers many docs from one snapshot, the rendered ones
+	// appended to buf (each DocReply.Rendered a part of it); it returns
+	// the grown buf.
+	ReadDocs(ms []*pb.GetDoc, buf []byte) (*pb.DocsReply, []byte)
 }
 
 // Range is one shard range with its copies.

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,6 +98,9 @@ type Gateway struct {
 	// console is the web console at /_utils (console.go)
 	console http.Handler
 	designs views.DesignCache // parsed design docs (views.go)
+	// findBufs holds the buffers _find's docs are rendered into
+	// (find.go), reused from one batch of docs to the next
+	findBufs sync.Pool
 }
 
 // New builds a gateway.

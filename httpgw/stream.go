@@ -27,9 +27,26 @@ func (w *rowWriter) raw(s string) {
 }
 
 func (w *rowWriter) line(b []byte) {
+	if len(w.buf)+len(b) > cap(w.buf) {
+		// a long row (a _find's doc) is not worth growing the
+		// buffer for: what is buffered goes first, then the row, by
+		// itself when it would not fit either
+		w.write()
+		if len(b) > cap(w.buf) {
+			w.writeRaw(b)
+			return
+		}
+	}
 	w.buf = append(w.buf, b...)
 	if len(w.buf) >= flushAt {
 		w.write()
+	}
+}
+
+func (w *rowWriter) writeRaw(b []byte) {
+	if w.err == nil && len(b) > 0 && w.rq.r.Method != http.MethodHead {
+		_, w.err = w.rq.w.Write(b)
+		w.wrote = true
 	}
 }
 

@@ -36,6 +36,17 @@ func (r *Reader) ReadDoc(m *pb.GetDoc) *pb.DocReply {
 	return reply
 }
 
+// ReadDocs answers a GetDocs on the caller's goroutine, every doc from
+// one snapshot. The docs asked rendered are appended to buf (their
+// DocReply.Rendered are parts of it) and the grown buf is returned: a
+// caller that renders many docs reuses one buffer instead of a
+// doc-sized allocation, zeroed and then collected, per doc.
+func (r *Reader) ReadDocs(ms []*pb.GetDoc, buf []byte) (*pb.DocsReply, []byte) {
+	reply, buf := r.st.readDocsInto(ms, buf)
+	observeRead(r.obs, reply)
+	return reply, buf
+}
+
 // ReadDocInfos answers the rev trees of ids (an empty info for a missing id).
 func (r *Reader) ReadDocInfos(ids []string) *pb.DocInfosReply {
 	return r.st.readDocInfos(ids)

@@ -20,7 +20,7 @@ import (
 // _find of 25 medium docs spent a quarter of its CPU on those copies and
 // their garbage). reply.Bodies gets the winner's rev, deleted and
 // missing flags, without its json.
-func (s *store) renderWinner(txn *badger.Txn, info *pb.FullDocInfo, m *pb.GetDoc, reply *pb.DocReply) error {
+func (s *store) renderWinner(txn *badger.Txn, info *pb.FullDocInfo, m *pb.GetDoc, reply *pb.DocReply, buf []byte) ([]byte, error) {
 	r, err := revtree.ParseRev(info.Winner)
 	idx := -1
 	if err == nil {
@@ -28,27 +28,31 @@ func (s *store) renderWinner(txn *badger.Txn, info *pb.FullDocInfo, m *pb.GetDoc
 	}
 	if idx < 0 || !info.Nodes[idx].HasBody {
 		reply.Bodies = append(reply.Bodies, &pb.RevBody{Rev: info.Winner, Missing: true})
-		return nil
+		return buf, nil
 	}
 	item, err := txn.Get(s.k.body(info.Id, info.Winner))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		// compacted away: CouchDB answers such a rev as missing
 		reply.Bodies = append(reply.Bodies, &pb.RevBody{Rev: info.Winner, Missing: true})
-		return nil
+		return buf, nil
 	}
 	if err != nil {
-		return err
+		return buf, err
 	}
 	deleted := info.Nodes[idx].Deleted
 	reply.Bodies = append(reply.Bodies, &pb.RevBody{Rev: info.Winner, Deleted: deleted})
-	return item.Value(func(v []byte) error {
-		rb := &pb.RevBody{Rev: info.Winner, Deleted: deleted}
-		if err := aliasBodyRecord(v, rb); err != nil {
+	err = item.Value(func(v []byte) error {
+		rb := pb.RevBody{Rev: info.Winner, Deleted: deleted}
+		if err := aliasBodyRecord(v, &rb); err != nil {
 			return err
 		}
-		reply.Rendered = couchdoc.Append(nil, info.Id, info, rb, &couchdoc.Options{Conflicts: m.RenderConflicts})
+		start := len(buf)
+		buf = couchdoc.Append(buf, info.Id, info, &rb, &couchdoc.Options{Conflicts: m.RenderConflicts})
+		// capped: a later doc appended to buf never writes into this one
+		reply.Rendered = buf[start:len(buf):len(buf)]
 		return nil
 	})
+	return buf, err
 }
 
 // aliasBodyRecord decodes a stored BodyRecord into rb with rb.Json

@@ -146,8 +146,23 @@ func (s *store) attData(txn *badger.Txn, digest string) ([]byte, error) {
 
 // readDoc answers a GetDoc.
 func (s *store) readDoc(m *pb.GetDoc) *pb.DocReply {
-	reply := &pb.DocReply{}
+	var reply *pb.DocReply
 	err := s.db.View(func(txn *badger.Txn) error {
+		reply, _ = s.readDocIn(txn, m, nil)
+		return nil
+	})
+	if err != nil {
+		reply = &pb.DocReply{Error: perr(ErrInternal.Code, err.Error())}
+	}
+	return reply
+}
+
+// readDocIn answers m from txn's snapshot. A rendered doc (m.Render) is
+// appended to buf, and reply.Rendered is that part of it; the grown buf
+// is returned.
+func (s *store) readDocIn(txn *badger.Txn, m *pb.GetDoc, buf []byte) (*pb.DocReply, []byte) {
+	reply := &pb.DocReply{}
+	err := func() error {
 		info, err := s.docInfo(txn, m.Id)
 		if err != nil {
 			return err
@@ -157,7 +172,8 @@ func (s *store) readDoc(m *pb.GetDoc) *pb.DocReply {
 		}
 		reply.Info = info
 		if m.Render && !m.OpenRevsAll && len(m.Revs) == 0 && !m.WithAttsData {
-			return s.renderWinner(txn, info, m, reply)
+			buf, err = s.renderWinner(txn, info, m, reply, buf)
+			return err
 		}
 		var want []string
 		switch {
@@ -185,11 +201,11 @@ func (s *store) readDoc(m *pb.GetDoc) *pb.DocReply {
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		reply.Error = perr(ErrInternal.Code, err.Error())
 	}
-	return reply
+	return reply, buf
 }
 
 func (s *store) readRev(txn *badger.Txn, info *pb.FullDocInfo, rs string, m *pb.GetDoc) ([]*pb.RevBody, error) {
