@@ -90,3 +90,50 @@ func FuzzAliasBodyRecord(f *testing.F) {
 		}
 	})
 }
+
+// ReadDocs renders the docs asked rendered one after the other into the
+// caller's buffer: each DocReply.Rendered is what a GetDoc alone renders,
+// capped so that nothing appended after it writes into it.
+func TestReadDocsInto(t *testing.T) {
+	f := newFixture(t)
+	f.update(true, &pb.DocUpdate{Id: "a", Body: []byte(`{"v":1}`)}, &pb.DocUpdate{Id: "b", Body: []byte(`{"v":"two","w":[1,2]}`)},
+		&pb.DocUpdate{Id: "c", Body: []byte(`{}`)})
+	p, ok := f.sys.ProcessRegistry.GetLocal(ReaderID(f.pid.Id))
+	if !ok {
+		t.Fatal("no reader")
+	}
+	r := p.(*Reader)
+	ms := []*pb.GetDoc{{Id: "a", Render: true}, {Id: "nope", Render: true}, {Id: "b"}, {Id: "c", Render: true}, {Id: "b", Render: true}}
+	old := make([]byte, 3, 8) // what the caller's buffer held before is kept
+	copy(old, "xyz")
+	reply, buf := r.ReadDocs(ms, old)
+	if len(reply.Docs) != len(ms) {
+		t.Fatalf("%d replies to %d docs", len(reply.Docs), len(ms))
+	}
+	if string(buf[:3]) != "xyz" {
+		t.Errorf("the buffer's first bytes became %q", buf[:3])
+	}
+	var total int
+	for i, m := range ms {
+		got := reply.Docs[i]
+		alone := r.ReadDoc(m)
+		if string(got.Rendered) != string(alone.Rendered) || got.Info.GetWinner() != alone.Info.GetWinner() {
+			t.Errorf("%s: rendered %s, alone %s", m.Id, got.Rendered, alone.Rendered)
+		}
+		if cap(got.Rendered) != len(got.Rendered) {
+			t.Errorf("%s: rendered with room after it (len %d, cap %d)", m.Id, len(got.Rendered), cap(got.Rendered))
+		}
+		total += len(got.Rendered)
+	}
+	if reply.Docs[1].Info != nil || reply.Docs[2].Rendered != nil || reply.Docs[2].Bodies[0].Json == nil {
+		t.Errorf("missing doc %v, unrendered doc %v", reply.Docs[1], reply.Docs[2])
+	}
+	if len(buf) != 3+total {
+		t.Errorf("buffer of %d bytes for %d rendered", len(buf), total)
+	}
+	want := string(reply.Docs[0].Rendered)
+	_ = append(reply.Docs[0].Rendered, "overwrite"...)
+	if string(reply.Docs[0].Rendered) != want || !strings.HasPrefix(string(reply.Docs[3].Rendered), `{"_id":"c"`) {
+		t.Errorf("an append to one rendered doc reached the next: %s", reply.Docs[3].Rendered)
+	}
+}
