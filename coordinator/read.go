@@ -98,10 +98,24 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 	if len(m.Revs) > 0 || m.OpenRevsAll {
 		best = mergeBodies(best, got)
 	}
+	var with *pb.DocReply // what stale copies are repaired with
 	for _, a := range got {
-		if a.reply != best && newerInfo(best.Info, a.reply.Info) {
-			c.repair(db, a.ref, best)
+		if a.reply == best || !newerInfo(best.Info, a.reply.Info) {
+			continue
 		}
+		if with == nil {
+			with = best
+			if m.Render {
+				// a rendered answer has no body JSON to repair with:
+				// the winner's body is read as stored (copies differ
+				// rarely, so this read is rare too)
+				plain := &pb.GetDoc{Id: m.Id}
+				if with, err = c.readDoc(ctx, got[bi].ref, plain); err != nil {
+					break
+				}
+			}
+		}
+		c.repair(db, a.ref, with)
 	}
 	return best, nil
 }
@@ -227,6 +241,10 @@ func (c *Coordinator) repair(db string, ref *pb.ShardRef, best *pb.DocReply) {
 	}
 	body := best.Bodies[0]
 	if body.Missing || body.Rev != info.Winner || len(body.Atts) > 0 {
+		return
+	}
+	if body.Json == nil && best.Rendered != nil {
+		// a rendered read's answer: its body is not there to send
 		return
 	}
 	w, err := revtree.ParseRev(info.Winner)

@@ -232,3 +232,39 @@ func TestDBInfoStopsWaitingOnNodesSeenDown(t *testing.T) {
 		t.Fatalf("doc_count %d from this node's empty copy", info.DocCount)
 	}
 }
+
+// A read that asks the doc rendered (_find's, a plain GET's) gets no body
+// JSON, only the rendered doc: a stale copy it repairs must still get the
+// winner's body, never an empty one.
+func TestRenderedReadRepairsWithTheBody(t *testing.T) {
+	c, sys, p := setup(t)
+	ctx := context.Background()
+	write(t, sys, p, `{"v":1}`, &pb.Revisions{Start: 1, Ids: []string{"aaaa"}}, "n0", "n1", "n2")
+	write(t, sys, p, `{"v":2,"w":"two"}`, &pb.Revisions{Start: 2, Ids: []string{"bbbb", "aaaa"}}, "n1", "n2")
+	r, err := c.GetDocR(ctx, "db", &pb.GetDoc{Id: "x", Render: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"_id":"x","_rev":"2-bbbb","v":2,"w":"two"}`; string(r.Rendered) != want {
+		t.Fatalf("rendered %s, want %s", r.Rendered, want)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; winner(t, sys, p, "n0") != "2-bbbb"; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("n0 not repaired: winner %q", winner(t, sys, p, "n0"))
+		}
+		time.Sleep(10 * time.Millisecond)
+		if i%20 == 19 {
+			if _, err := c.GetDocR(ctx, "db", &pb.GetDoc{Id: "x", Render: true}, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := actors.Ask[*pb.DocReply](ctx, sys.Root, p.pids["n0"], &pb.GetDoc{Id: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Bodies) != 1 || string(got.Bodies[0].Json) != `{"v":2,"w":"two"}` {
+		t.Fatalf("n0 repaired with %v", got.Bodies)
+	}
+}
