@@ -168,6 +168,12 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 			noMeta(o)
 		}
 	}
+	if len(m.Revs) == 0 && !m.WithAttsData && !o.Revs && !o.RevsInfo && !o.DeletedConflicts && !o.LocalSeq && !o.AttEncodingInfo {
+		// the winner as stored: the shard makes its JSON inside the
+		// read, one copy from the stored bytes (a decoded body and
+		// couchdoc.Append copied each GET's body twice)
+		m.Render, m.RenderConflicts = true, o.Conflicts
+	}
 	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
 	if err != nil {
 		return err
@@ -197,6 +203,9 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		if d := newRelatedDoc(id, r.Info, rb, *o); len(d.atts) > 0 {
 			return g.writeRelated(rq, d)
 		}
+	}
+	if r.Rendered != nil {
+		return g.writeJSON(rq, 200, append(r.Rendered, '\n'))
 	}
 	buf := couchdoc.Append(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
 	return g.writeJSON(rq, 200, append(buf, '\n'))

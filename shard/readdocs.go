@@ -23,7 +23,13 @@ func (s *store) readDocsInto(ms []*pb.GetDoc, buf []byte) (*pb.DocsReply, []byte
 	reply := &pb.DocsReply{Docs: make([]*pb.DocReply, len(ms))}
 	err := s.db.View(func(txn *badger.Txn) error {
 		for i, m := range ms {
-			reply.Docs[i], buf = s.readDocIn(txn, m, buf)
+			d, b := s.readDocIn(txn, m, buf)
+			if n := len(d.Rendered); n > 0 {
+				// capped: the next doc appended to buf never writes
+				// into this one
+				d.Rendered = d.Rendered[:n:n]
+			}
+			reply.Docs[i], buf = d, b
 		}
 		return nil
 	})

@@ -48,8 +48,9 @@ func (s *store) renderWinner(txn *badger.Txn, info *pb.FullDocInfo, m *pb.GetDoc
 		}
 		start := len(buf)
 		buf = couchdoc.Append(buf, info.Id, info, &rb, &couchdoc.Options{Conflicts: m.RenderConflicts})
-		// capped: a later doc appended to buf never writes into this one
-		reply.Rendered = buf[start:len(buf):len(buf)]
+		// the room after it is kept for a doc read alone (a GET
+		// appends its newline there); readDocsInto caps it
+		reply.Rendered = buf[start:]
 		return nil
 	})
 	return buf, err
