@@ -1,0 +1,320 @@
+// Command getbound measures what bounds a sequential doc GET on this
+// machine (issue 20's "GET ≥ 90% of a bare server"): one client on one
+// keep-alive connection sends random GETs of medium docs (~14.6 KB) to
+// three servers, each a process of its own, in turns:
+//
+//   - bare: net/http answering the same fixed bytes to every GET (what
+//     settee bench reports as the GET ceiling);
+//   - store: a minimal store server, each GET one badger lookup of the
+//     doc's JSON by its id and one copy out (no authentication, rev
+//     trees, shards, actors or headers beyond Content-Type and -Length),
+//     the least any server that keeps its docs in badger does;
+//   - settee: the server at --url, the same docs in a database of its own.
+//
+// Usage:
+//
+//	go run ./scripts/getbound --url http://admin:pw@127.0.0.1:5984 [--docs 20000 --gets 30000 --rounds 2]
+//
+// It prints GETs/s of each server per round and each one's ratio to bare.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// serveEnv names, in a server child's environment, what it serves.
+const serveEnv = "GETBOUND_SERVE"
+
+func main() {
+	if kind := os.Getenv(serveEnv); kind != "" {
+		if err := serveChild(kind, os.Getenv("GETBOUND_DOCS")); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	target := flag.String("url", "http://admin:admin@127.0.0.1:5984", "settee's URL, with credentials")
+	docs := flag.Int("docs", 20000, "docs in each store")
+	gets := flag.Int("gets", 30000, "GETs per server per round")
+	rounds := flag.Int("rounds", 2, "rounds (bare, store, settee each)")
+	flag.Parse()
+	if err := run(*target, *docs, *gets, *rounds); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// doc is the JSON of doc i: about 14.6 KB, as settee bench's medium docs.
+func doc(i int) []byte {
+	r := rand.New(rand.NewPCG(uint64(i), 7))
+	pad := make([]byte, 14500)
+	for j := range pad {
+		pad[j] = 'a' + byte(r.IntN(26))
+	}
+	return fmt.Appendf(nil, `{"n":%d,"pad":"%s"}`, i, pad)
+}
+
+func docID(i int) string { return fmt.Sprintf("d%08d", i) }
+
+func run(target string, docs, gets, rounds int) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return err
+	}
+	auth := ""
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))
+		u.User = nil
+	}
+	db := fmt.Sprintf("getbound-%d", time.Now().UnixNano())
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, DisableCompression: true}}
+	if err := loadSettee(hc, u.String(), auth, db, docs); err != nil {
+		return err
+	}
+	defer func() {
+		req, _ := http.NewRequest("DELETE", u.String()+"/"+db, nil)
+		req.Header.Set("Authorization", auth)
+		if resp, err := hc.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	bare, err := startChild("bare", docs)
+	if err != nil {
+		return err
+	}
+	defer bare.stop()
+	store, err := startChild("store", docs)
+	if err != nil {
+		return err
+	}
+	defer store.stop()
+	fmt.Printf("%d docs of %d bytes, %d GETs per server per round, one client, one connection\n", docs, len(doc(0)), gets)
+	for r := 1; r <= rounds; r++ {
+		b, err := getLoop(hc, "http://"+bare.addr, "", docs, gets)
+		if err != nil {
+			return fmt.Errorf("bare: %w", err)
+		}
+		s, err := getLoop(hc, "http://"+store.addr, "", docs, gets)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		t, err := getLoop(hc, u.String()+"/"+db, auth, docs, gets)
+		if err != nil {
+			return fmt.Errorf("settee: %w", err)
+		}
+		fmt.Printf("round %d: bare %.0f GET/s; store %.0f GET/s (%.2f of bare); settee %.0f GET/s (%.2f of bare, %.2f of store)\n",
+			r, b, s, s/b, t, t/b, t/s)
+	}
+	return nil
+}
+
+func loadSettee(hc *http.Client, base, auth, db string, docs int) error {
+	do := func(method, path string, body []byte) error {
+		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		return nil
+	}
+	if err := do("PUT", "/"+db, nil); err != nil {
+		return err
+	}
+	for start := 0; start < docs; start += 500 {
+		var b bytes.Buffer
+		b.WriteString(`{"docs":[`)
+		for i := start; i < min(start+500, docs); i++ {
+			if i > start {
+				b.WriteByte(',')
+			}
+			d := doc(i)
+			fmt.Fprintf(&b, `{"_id":%q,`, docID(i))
+			b.Write(d[1:])
+		}
+		b.WriteString(`]}`)
+		if err := do("POST", "/"+db+"/_bulk_docs", b.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getLoop sends gets GETs of random docs, one at a time, and answers GETs/s.
+func getLoop(hc *http.Client, base, auth string, docs, gets int) (float64, error) {
+	buf := make([]byte, 64<<10)
+	r := rand.New(rand.NewPCG(1, 2))
+	start := time.Now()
+	for range gets {
+		req, err := http.NewRequest("GET", base+"/"+docID(r.IntN(docs)), nil)
+		if err != nil {
+			return 0, err
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for {
+			k, err := resp.Body.Read(buf)
+			n += k
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 || n < 14000 {
+			return 0, fmt.Errorf("GET: %d, %d bytes", resp.StatusCode, n)
+		}
+	}
+	return float64(gets) / time.Since(start).Seconds(), nil
+}
+
+type child struct {
+	addr string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+}
+
+func (c *child) stop() {
+	_ = c.in.Close()
+	_ = c.cmd.Wait()
+}
+
+// startChild runs this program again as a server of kind, in a process of
+// its own (a server in the client's process answers faster than any
+// other process could).
+func startChild(kind string, docs int) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), serveEnv+"="+kind, "GETBOUND_DOCS="+strconv.Itoa(docs))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = in.Close()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("%s server: %w", kind, err)
+	}
+	return &child{addr: strings.TrimSpace(line), cmd: cmd, in: in}, nil
+}
+
+// serveChild serves kind on a random loopback port, prints the address
+// and serves until standard input closes.
+func serveChild(kind, docsArg string) error {
+	docs, err := strconv.Atoi(docsArg)
+	if err != nil {
+		return err
+	}
+	var h http.Handler
+	switch kind {
+	case "bare":
+		body := append(doc(0), '\n')
+		h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = w.Write(body)
+		})
+	case "store":
+		dir, err := os.MkdirTemp("", "getbound")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		// settee's own badger options where they matter to a read:
+		// bodies in the value log, synced writes
+		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithValueThreshold(1024).WithSyncWrites(true))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = db.Close() }()
+		for start := 0; start < docs; start += 500 {
+			wb := db.NewWriteBatch()
+			for i := start; i < min(start+500, docs); i++ {
+				if err := wb.Set([]byte(docID(i)), doc(i)); err != nil {
+					return err
+				}
+			}
+			if err := wb.Flush(); err != nil {
+				return err
+			}
+		}
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var out []byte
+			err := db.View(func(txn *badger.Txn) error {
+				item, err := txn.Get([]byte(strings.TrimPrefix(r.URL.Path, "/")))
+				if err != nil {
+					return err
+				}
+				out, err = item.ValueCopy(make([]byte, 0, item.ValueSize()+1))
+				return err
+			})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusNotFound)
+				return
+			}
+			out = append(out, '\n')
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+			_, _ = w.Write(out)
+		})
+	default:
+		return fmt.Errorf("unknown server %q", kind)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	if _, err := fmt.Println(ln.Addr().String()); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return srv.Close()
+}
+
