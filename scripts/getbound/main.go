@@ -317,4 +317,3 @@ func serveChild(kind, docsArg string) error {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return srv.Close()
 }
-
