@@ -43,6 +43,7 @@ func (w *rowWriter) line(b []byte) {
 	}
 }
 
+// writeRaw sends b to the client as it is (nothing for a HEAD).
 func (w *rowWriter) writeRaw(b []byte) {
 	if w.err == nil && len(b) > 0 && w.rq.r.Method != http.MethodHead {
 		_, w.err = w.rq.w.Write(b)
@@ -51,10 +52,7 @@ func (w *rowWriter) writeRaw(b []byte) {
 }
 
 func (w *rowWriter) write() {
-	if w.err == nil && len(w.buf) > 0 && w.rq.r.Method != http.MethodHead {
-		_, w.err = w.rq.w.Write(w.buf)
-		w.wrote = true
-	}
+	w.writeRaw(w.buf)
 	w.buf = w.buf[:0]
 }
 
