@@ -62,7 +62,7 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	}
 	etag := `"` + strings.TrimPrefix(meta.Digest, "md5-") + `"`
 	h := rq.w.Header()
-	h.Set("ETag", etag)
+	h.Set("Etag", etag)
 	h.Set("Content-Type", meta.ContentType)
 	// ranges of what is stored as it is (CouchDB's rule: not of the text
 	// types it stores gzipped)

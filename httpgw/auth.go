@@ -198,14 +198,19 @@ func (g *Gateway) serverAdmin(name string) *auth.Credential {
 	return nil
 }
 
+// key is the cache key of name and password: SHA-256 of the node's
+// secret, the name and the password, so the cache holds no password and
+// no one without the secret can tell which a key stands for. The key
+// never leaves the node, so the secret prefix needs no HMAC (whose two
+// keyed digests and their allocations were a tenth of a GET's gateway
+// time).
 func (a *authenticator) key(name, pw string) [32]byte {
-	m := hmac.New(sha256.New, a.g.cfg.CookieSecret)
-	m.Write([]byte(name))
-	m.Write([]byte{0})
-	m.Write([]byte(pw))
-	var k [32]byte
-	copy(k[:], m.Sum(nil))
-	return k
+	var buf [256]byte
+	b := append(buf[:0], a.g.cfg.CookieSecret...)
+	b = append(b, name...)
+	b = append(b, 0)
+	b = append(b, pw...)
+	return sha256.Sum256(b)
 }
 
 // userDoc reads org.couchdb.user:NAME from _users: from one copy (the

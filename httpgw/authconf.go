@@ -129,14 +129,14 @@ func authValue(s Settings, key string) (string, bool) {
 // page with where it was going and why. It reports whether it answered.
 func (g *Gateway) unauthorized(rq *req, ce *couchError) bool {
 	h := rq.w.Header()
-	if v := rq.r.Header.Get("X-CouchDB-WWW-Authenticate"); v != "" {
-		h.Set("WWW-Authenticate", v)
+	if v := rq.r.Header.Get("X-Couchdb-Www-Authenticate"); v != "" {
+		h.Set("Www-Authenticate", v)
 		return false
 	}
 	s := g.cfg.Settings
 	if s != nil {
 		if v, err := s.ConfigValue("chttpd", "WWW-Authenticate"); err == nil {
-			h.Set("WWW-Authenticate", v)
+			h.Set("Www-Authenticate", v)
 			return false
 		}
 	}
@@ -146,7 +146,7 @@ func (g *Gateway) unauthorized(rq *req, ce *couchError) bool {
 	// chttpd's require_valid_user, not chttpd_auth's (CouchDB 3.5 reads
 	// only the first here)
 	if s != nil && requiresUser(s) {
-		h.Set("WWW-Authenticate", `Basic realm="server"`)
+		h.Set("Www-Authenticate", `Basic realm="server"`)
 		return false
 	}
 	if accepts(rq, "application/json", true) || !accepts(rq, "text/html", true) {

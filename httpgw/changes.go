@@ -79,7 +79,7 @@ func (g *Gateway) parseChanges(rq *req) (*changesReq, error) {
 		c.feed = "continuous"
 	}
 	c.since = rq.q.Get("since")
-	if lei := rq.r.Header.Get("Last-Event-ID"); lei != "" && c.feed == "eventsource" {
+	if lei := rq.r.Header.Get("Last-Event-Id"); lei != "" && c.feed == "eventsource" {
 		// an EventSource that reconnects resumes from the last event it
 		// saw, whatever since its URL says (CouchDB 3.5.2)
 		c.since = lei
@@ -296,7 +296,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now+"\x00"+string(c.body))))
+		h.Set("Etag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now+"\x00"+string(c.body))))
 	}
 	if c.feed != "normal" || q.DocFilter == nil {
 		rq.w.WriteHeader(200)
@@ -315,7 +315,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 		}
 		n, last, pending, err := g.changesPass(rq, db, c, q, w, "normal")
 		if err != nil && c.feed == "normal" && q.DocFilter != nil && !w.wrote {
-			h.Del("ETag")
+			h.Del("Etag")
 			return err
 		}
 		if c.feed == "longpoll" && !c.descending {

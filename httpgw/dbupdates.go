@@ -139,7 +139,7 @@ func (g *Gateway) handleDBUpdates(rq *req) error {
 	feedHeaders(h, c.feed)
 	if c.feed == "normal" {
 		now, _ := g.cfg.DBUpdates.ParseDBUpdatesSince("now")
-		h.Set("ETag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now)))
+		h.Set("Etag", etagOf([]byte(rq.r.URL.RawQuery+"\x00"+now)))
 	}
 	rq.w.WriteHeader(200)
 	w := newRowWriter(rq)

@@ -193,7 +193,7 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	// and deleted_conflicts when there are some
 	if !hasMeta(r.Info, o) {
 		etag := `"` + rb.Rev + `"`
-		rq.w.Header().Set("ETag", etag)
+		rq.w.Header().Set("Etag", etag)
 		if inm := rq.r.Header.Get("If-None-Match"); inm != "" && strings.TrimPrefix(inm, "W/") == etag {
 			notModified(rq)
 			return nil
@@ -475,7 +475,7 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 	}
 	h := rq.w.Header()
 	if hdrs&withETag != 0 {
-		h.Set("ETag", `"`+rev+`"`)
+		h.Set("Etag", `"`+rev+`"`)
 	}
 	if hdrs&withLocation != 0 {
 		h.Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
@@ -674,7 +674,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		if err != nil {
 			return err
 		}
-		rq.w.Header().Set("ETag", `"`+rev+`"`)
+		rq.w.Header().Set("Etag", `"`+rev+`"`)
 		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(destID))
 		return g.writeJSON(rq, 201, okRev(destID, rev))
 	}
@@ -705,7 +705,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		return out[0].Err
 	}
 	h := rq.w.Header()
-	h.Set("ETag", `"`+out[0].Rev+`"`)
+	h.Set("Etag", `"`+out[0].Rev+`"`)
 	h.Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(destID))
 	status := 201
 	if out[0].Accepted {

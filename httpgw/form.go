@@ -114,7 +114,7 @@ func (g *Gateway) postForm(rq *req, db, id string) error {
 	if isDesign(id) {
 		g.forgetDesigns(db)
 	}
-	rq.w.Header().Set("ETag", `"`+out[0].Rev+`"`)
+	rq.w.Header().Set("Etag", `"`+out[0].Rev+`"`)
 	status := 201
 	if out[0].Accepted {
 		status = 202

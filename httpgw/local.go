@@ -54,7 +54,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		}
 		n := strconv.FormatUint(d.Rev, 10)
 		rb := &pb.RevBody{Rev: "0-" + n, Json: d.Json}
-		rq.w.Header().Set("ETag", `"`+rb.Rev+`"`)
+		rq.w.Header().Set("Etag", `"`+rb.Rev+`"`)
 		out := couchdoc.Append(nil, id, nil, rb, nil)
 		if docFlag(rq, "revs") {
 			out = append(out[:len(out)-1], `,"_revisions":{"start":0,"ids":["`+n+`"]}}`...)
@@ -78,7 +78,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 			if err != nil {
 				return err
 			}
-			rq.w.Header().Set("ETag", `"`+rev+`"`)
+			rq.w.Header().Set("Etag", `"`+rev+`"`)
 			rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
 			status := 201
 			if d.Deleted {
@@ -93,7 +93,7 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		if err != nil {
 			return err
 		}
-		rq.w.Header().Set("ETag", `"`+rev+`"`)
+		rq.w.Header().Set("Etag", `"`+rev+`"`)
 		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(id))
 		return g.writeJSON(rq, 201, okRev(id, rev))
 	case http.MethodDelete:
@@ -123,7 +123,7 @@ func (g *Gateway) deleteLocal(rq *req, db, id string) error {
 	if err != nil {
 		return err
 	}
-	rq.w.Header().Set("ETag", `"`+rev+`"`)
+	rq.w.Header().Set("Etag", `"`+rev+`"`)
 	return g.writeJSON(rq, 200, okRev(id, rev))
 }
 

@@ -93,7 +93,7 @@ func writeRanges(rq *req, ctype string, data []byte, size int64) (bool, error) {
 	// CouchDB's multipart answer has headers of its own: none of the
 	// attachment's ETag, Accept-Ranges and Cache-Control
 	rawAnswer(rq)
-	h.Del("ETag")
+	h.Del("Etag")
 	h.Del("Accept-Ranges")
 	h.Set("Content-Type", `multipart/byteranges; boundary="`+mw.Boundary()+`"`)
 	h.Del("Content-Length")

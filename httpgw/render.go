@@ -150,7 +150,7 @@ func (g *Gateway) handleShow(rq *req, db, ddocID string, rest []string) error {
 	// the client accepts (CouchDB's show ETag)
 	h := rq.w.Header()
 	h.Set("Vary", "Accept")
-	h.Set("ETag", etagOf([]byte(docRev+"\x00"+string(ddoc)+"\x00"+rq.r.Header.Get("Accept")+"\x00"+string(userCtxJSON(rq, db))+"\x00"+rq.r.URL.RawQuery)))
+	h.Set("Etag", etagOf([]byte(docRev+"\x00"+string(ddoc)+"\x00"+rq.r.Header.Get("Accept")+"\x00"+string(userCtxJSON(rq, db))+"\x00"+rq.r.URL.RawQuery)))
 	return g.writeJSResponse(rq, resp, 200)
 }
 
@@ -213,7 +213,7 @@ func (g *Gateway) handleUpdate(rq *req, db, ddocID string, rest []string) error 
 			return err
 		}
 		rq.w.Header().Set("X-Couch-Id", url.PathEscape(d.ID))
-		rq.w.Header().Set("X-Couch-Update-NewRev", rev)
+		rq.w.Header().Set("X-Couch-Update-Newrev", rev)
 		code = 201
 	}
 	return g.writeJSResponse(rq, resp, code)

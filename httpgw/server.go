@@ -23,6 +23,7 @@ import (
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/internal/couchpath"
 	"github.com/settee/settee/node"
+	"github.com/settee/settee/onewrite"
 	"github.com/settee/settee/tasks"
 	"github.com/settee/settee/views"
 )
@@ -169,7 +170,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
-	h.Set("X-Couch-Request-ID", requestID(r))
+	h.Set("X-Couch-Request-Id", requestID(r))
 	rq = &req{w: w, r: r, ctx: r.Context()}
 	// a preflight is answered before authentication, as CouchDB does
 	if g.cors(rq, sr) {
@@ -177,7 +178,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// a client that can send only GET and POST (a browser form, a proxy)
 	// names the method it means; CouchDB honours it on POST alone
-	if m := r.Header.Get("X-HTTP-Method-Override"); m != "" && r.Method == http.MethodPost {
+	if m := r.Header.Get("X-Http-Method-Override"); m != "" && r.Method == http.MethodPost {
 		r.Method = m
 	}
 	rq.q = r.URL.Query()
@@ -230,7 +231,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sent one (CouchDB echoes it, so a client can follow a request through
 // the logs), else 10 random hex digits as CouchDB makes them.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Couch-Request-ID"); id != "" {
+	if id := r.Header.Get("X-Couch-Request-Id"); id != "" {
 		return id
 	}
 	var b [5]byte
@@ -346,12 +347,27 @@ func (g *Gateway) writeJSON(rq *req, status int, v any) error {
 	// a known length lets net/http send the body in one write instead
 	// of chunked encoding
 	h.Set("Content-Length", strconv.Itoa(len(b)))
+	if len(b) > holdAbove && rq.r.Method != http.MethodHead {
+		// header and body in one write, where net/http would write its
+		// 4 KB buffer and then the rest (onewrite)
+		if send := onewrite.Hold(rq.r, len(b)); send != nil {
+			defer func() { _ = send() }()
+			rq.w.WriteHeader(status)
+			_, _ = rq.w.Write(b)
+			rq.w.(http.Flusher).Flush()
+			return nil
+		}
+	}
 	rq.w.WriteHeader(status)
 	if rq.r.Method != http.MethodHead {
 		_, _ = rq.w.Write(b)
 	}
 	return nil
 }
+
+// holdAbove: a smaller answer and its header fit net/http's 4 KB buffer,
+// which it writes once anyway.
+const holdAbove = 3 << 10
 
 func (g *Gateway) fail(rq *req, err error) {
 	ce := toCouch(err)

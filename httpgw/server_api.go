@@ -88,7 +88,7 @@ func (g *Gateway) handleUUIDs(rq *req) error {
 	h.Set("Pragma", "no-cache")
 	// as CouchDB: a date in the past, for HTTP/1.0 caches that know no Cache-Control
 	h.Set("Expires", "Mon, 01 Jan 1990 00:00:00 GMT")
-	h.Set("ETag", etagOf([]byte(strings.Join(out, ""))))
+	h.Set("Etag", etagOf([]byte(strings.Join(out, ""))))
 	return g.writeJSON(rq, 200, map[string]any{"uuids": out})
 }
 
@@ -189,7 +189,7 @@ func (g *Gateway) handleAllDBs(rq *req) error {
 	if err != nil {
 		return err
 	}
-	rq.w.Header().Set("ETag", etagOf(b))
+	rq.w.Header().Set("Etag", etagOf(b))
 	return g.writeJSON(rq, 200, append(b, '\n'))
 }
 
@@ -257,7 +257,7 @@ func (g *Gateway) handleDBsInfo(rq *req) error {
 		return err
 	}
 	if rq.r.Method != http.MethodPost {
-		rq.w.Header().Set("ETag", etagOf(b))
+		rq.w.Header().Set("Etag", etagOf(b))
 	}
 	return g.writeJSON(rq, 200, append(b, '\n'))
 }

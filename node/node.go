@@ -21,6 +21,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/metrics"
+	"github.com/settee/settee/onewrite"
 	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
@@ -285,9 +286,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.histStop = make(chan struct{})
 	n.histDone.Go(func() { n.metrics.History().Run(n.histStop) })
+	// onewrite: a response the gateway holds leaves in one write
 	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	n.serving.Go(func() { n.served <- n.srv.Serve(n.ln) })
+		ConnContext: onewrite.ConnContext,
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	n.serving.Go(func() { n.served <- n.srv.Serve(onewrite.Listen(n.ln)) })
 	if tlsConf != nil {
 		n.tlsSrv = &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: 30 * time.Second,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}

@@ -13,9 +13,10 @@
 //
 // Usage:
 //
-//	go run ./scripts/getbound --url http://admin:pw@127.0.0.1:5984 [--docs 20000 --gets 30000 --rounds 2]
+//	go run ./scripts/getbound --url http://admin:pw@127.0.0.1:5984 [--docs 20000 --gets 30000 --rounds 2 --pid PID]
 //
-// It prints GETs/s of each server per round and each one's ratio to bare.
+// It prints GETs/s of each server per round and each one's ratio to bare,
+// and each server's CPU time per GET (settee's with --pid).
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // a child's profile with GETBOUND_PPROF
 	"net/url"
 	"os"
 	"os/exec"
@@ -53,8 +55,9 @@ func main() {
 	docs := flag.Int("docs", 20000, "docs in each store")
 	gets := flag.Int("gets", 30000, "GETs per server per round")
 	rounds := flag.Int("rounds", 2, "rounds (bare, store, settee each)")
+	pid := flag.Int("pid", 0, "settee's process id, to report its CPU time per GET beside the others' (Linux)")
 	flag.Parse()
-	if err := run(*target, *docs, *gets, *rounds); err != nil {
+	if err := run(*target, *docs, *gets, *rounds, *pid); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -71,7 +74,7 @@ func doc(i int) []byte {
 
 func docID(i int) string { return fmt.Sprintf("d%08d", i) }
 
-func run(target string, docs, gets, rounds int) error {
+func run(target string, docs, gets, rounds, setteePID int) error {
 	u, err := url.Parse(target)
 	if err != nil {
 		return err
@@ -106,20 +109,20 @@ func run(target string, docs, gets, rounds int) error {
 	defer store.stop()
 	fmt.Printf("%d docs of %d bytes, %d GETs per server per round, one client, one connection\n", docs, len(doc(0)), gets)
 	for r := 1; r <= rounds; r++ {
-		b, err := getLoop(hc, "http://"+bare.addr, "", docs, gets)
+		b, err := measure(hc, "http://"+bare.addr, "", docs, gets, bare.cmd.Process.Pid)
 		if err != nil {
 			return fmt.Errorf("bare: %w", err)
 		}
-		s, err := getLoop(hc, "http://"+store.addr, "", docs, gets)
+		s, err := measure(hc, "http://"+store.addr, "", docs, gets, store.cmd.Process.Pid)
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
-		t, err := getLoop(hc, u.String()+"/"+db, auth, docs, gets)
+		t, err := measure(hc, u.String()+"/"+db, auth, docs, gets, setteePID)
 		if err != nil {
 			return fmt.Errorf("settee: %w", err)
 		}
-		fmt.Printf("round %d: bare %.0f GET/s; store %.0f GET/s (%.2f of bare); settee %.0f GET/s (%.2f of bare, %.2f of store)\n",
-			r, b, s, s/b, t, t/b, t/s)
+		fmt.Printf("round %d: bare %.0f GET/s%s; store %.0f GET/s%s (%.2f of bare); settee %.0f GET/s%s (%.2f of bare, %.2f of store)\n",
+			r, b.rate, b.cpu(), s.rate, s.cpu(), s.rate/b.rate, t.rate, t.cpu(), t.rate/b.rate, t.rate/s.rate)
 	}
 	return nil
 }
@@ -163,6 +166,58 @@ func loadSettee(hc *http.Client, base, auth, db string, docs int) error {
 		}
 	}
 	return nil
+}
+
+// result is one server's GETs/s and, when its process is known, the
+// server's CPU time per GET.
+type result struct {
+	rate   float64
+	cpuPer time.Duration
+}
+
+func (r result) cpu() string {
+	if r.cpuPer == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [%.1f us CPU/GET]", float64(r.cpuPer)/float64(time.Microsecond))
+}
+
+// measure runs getLoop and reads pid's CPU time around it.
+func measure(hc *http.Client, base, auth string, docs, gets, pid int) (result, error) {
+	before, ok := cpuTime(pid)
+	rate, err := getLoop(hc, base, auth, docs, gets)
+	if err != nil {
+		return result{}, err
+	}
+	var per time.Duration
+	if after, ok2 := cpuTime(pid); ok && ok2 {
+		per = (after - before) / time.Duration(gets)
+	}
+	return result{rate: rate, cpuPer: per}, nil
+}
+
+// cpuTime is pid's user and system time from /proc.
+func cpuTime(pid int) (time.Duration, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// fields after the command's closing parenthesis; utime and stime
+	// are the 14th and 15th fields of the line, in clock ticks (100/s)
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond, true
 }
 
 // getLoop sends gets GETs of random docs, one at a time, and answers GETs/s.
@@ -304,6 +359,11 @@ func serveChild(kind, docsArg string) error {
 		})
 	default:
 		return fmt.Errorf("unknown server %q", kind)
+	}
+	if addr := os.Getenv("GETBOUND_PPROF_" + strings.ToUpper(kind)); addr != "" {
+		// GETBOUND_PPROF_BARE / _STORE: this child's net/http/pprof, to
+		// compare its profile with settee's
+		go func() { log.Print(http.ListenAndServe(addr, nil)) }()
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
