@@ -13,10 +13,12 @@
 //
 // Usage:
 //
-//	go run ./scripts/getbound --url http://admin:pw@127.0.0.1:5984 [--docs 20000 --gets 30000 --rounds 2 --pid PID]
+//	go run ./scripts/getbound --url http://admin:pw@127.0.0.1:5984 [--docs 20000 --gets 30000 --rounds 2 --turns 20 --pid PID]
 //
-// It prints GETs/s of each server per round and each one's ratio to bare,
-// and each server's CPU time per GET (settee's with --pid).
+// In a round the three take turns (--turns, each a share of --gets), so a
+// drift of the machine's pace over seconds reaches each alike. It prints
+// GETs/s of each server per round and each one's ratio to bare, and each
+// server's CPU time per GET (settee's with --pid).
 package main
 
 import (
@@ -55,9 +57,10 @@ func main() {
 	docs := flag.Int("docs", 20000, "docs in each store")
 	gets := flag.Int("gets", 30000, "GETs per server per round")
 	rounds := flag.Int("rounds", 2, "rounds (bare, store, settee each)")
+	turns := flag.Int("turns", 20, "turns each server takes in a round, the GETs split between them")
 	pid := flag.Int("pid", 0, "settee's process id, to report its CPU time per GET beside the others' (Linux)")
 	flag.Parse()
-	if err := run(*target, *docs, *gets, *rounds, *pid); err != nil {
+	if err := run(*target, *docs, *gets, *rounds, max(*turns, 1), *pid); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -74,7 +77,7 @@ func doc(i int) []byte {
 
 func docID(i int) string { return fmt.Sprintf("d%08d", i) }
 
-func run(target string, docs, gets, rounds, setteePID int) error {
+func run(target string, docs, gets, rounds, turns, setteePID int) error {
 	u, err := url.Parse(target)
 	if err != nil {
 		return err
@@ -107,22 +110,37 @@ func run(target string, docs, gets, rounds, setteePID int) error {
 		return err
 	}
 	defer store.stop()
-	fmt.Printf("%d docs of %d bytes, %d GETs per server per round, one client, one connection\n", docs, len(doc(0)), gets)
+	fmt.Printf("%d docs of %d bytes, %d GETs per server per round in %d turns each, one client, one connection\n", docs, len(doc(0)), gets, turns)
+	servers := []struct {
+		name, base, auth string
+		pid              int
+	}{
+		{"bare", "http://" + bare.addr, "", bare.cmd.Process.Pid},
+		{"store", "http://" + store.addr, "", store.cmd.Process.Pid},
+		{"settee", u.String() + "/" + db, auth, setteePID},
+	}
+	rngs := make([]*rand.Rand, len(servers))
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(1, uint64(i)))
+	}
 	for r := 1; r <= rounds; r++ {
-		b, err := measure(hc, "http://"+bare.addr, "", docs, gets, bare.cmd.Process.Pid)
-		if err != nil {
-			return fmt.Errorf("bare: %w", err)
+		// the servers take turns of gets/turns GETs: the machine's pace
+		// drifts over seconds, and each server gets the same share of it
+		res := make([]result, len(servers))
+		for t := range turns {
+			n := gets / turns
+			if t == turns-1 {
+				n = gets - n*(turns-1)
+			}
+			for i, sv := range servers {
+				if err := res[i].add(hc, sv.base, sv.auth, docs, n, sv.pid, rngs[i]); err != nil {
+					return fmt.Errorf("%s: %w", sv.name, err)
+				}
+			}
 		}
-		s, err := measure(hc, "http://"+store.addr, "", docs, gets, store.cmd.Process.Pid)
-		if err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-		t, err := measure(hc, u.String()+"/"+db, auth, docs, gets, setteePID)
-		if err != nil {
-			return fmt.Errorf("settee: %w", err)
-		}
+		b, s, t := res[0], res[1], res[2]
 		fmt.Printf("round %d: bare %.0f GET/s%s; store %.0f GET/s%s (%.2f of bare); settee %.0f GET/s%s (%.2f of bare, %.2f of store)\n",
-			r, b.rate, b.cpu(), s.rate, s.cpu(), s.rate/b.rate, t.rate, t.cpu(), t.rate/b.rate, t.rate/s.rate)
+			r, b.rate(), b.cpu(), s.rate(), s.cpu(), s.rate()/b.rate(), t.rate(), t.cpu(), t.rate()/b.rate(), t.rate()/s.rate())
 	}
 	return nil
 }
@@ -168,32 +186,40 @@ func loadSettee(hc *http.Client, base, auth, db string, docs int) error {
 	return nil
 }
 
-// result is one server's GETs/s and, when its process is known, the
-// server's CPU time per GET.
+// result is one server's GETs, the time they took and, when its process
+// is known, the CPU time the server spent on them.
 type result struct {
-	rate   float64
-	cpuPer time.Duration
+	gets   int
+	took   time.Duration
+	cpuUse time.Duration
+	cpuOK  bool
 }
+
+func (r result) rate() float64 { return float64(r.gets) / r.took.Seconds() }
 
 func (r result) cpu() string {
-	if r.cpuPer == 0 {
+	if !r.cpuOK || r.gets == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" [%.1f us CPU/GET]", float64(r.cpuPer)/float64(time.Microsecond))
+	return fmt.Sprintf(" [%.1f us CPU/GET]", float64(r.cpuUse)/float64(r.gets)/float64(time.Microsecond))
 }
 
-// measure runs getLoop and reads pid's CPU time around it.
-func measure(hc *http.Client, base, auth string, docs, gets, pid int) (result, error) {
+// add runs gets GETs and adds them to r, with pid's CPU time around them.
+func (r *result) add(hc *http.Client, base, auth string, docs, gets, pid int, rng *rand.Rand) error {
 	before, ok := cpuTime(pid)
-	rate, err := getLoop(hc, base, auth, docs, gets)
-	if err != nil {
-		return result{}, err
+	start := time.Now()
+	if err := getLoop(hc, base, auth, docs, gets, rng); err != nil {
+		return err
 	}
-	var per time.Duration
-	if after, ok2 := cpuTime(pid); ok && ok2 {
-		per = (after - before) / time.Duration(gets)
+	r.took += time.Since(start)
+	after, ok2 := cpuTime(pid)
+	if r.gets == 0 {
+		r.cpuOK = ok && ok2
 	}
-	return result{rate: rate, cpuPer: per}, nil
+	r.cpuOK = r.cpuOK && ok && ok2
+	r.cpuUse += after - before
+	r.gets += gets
+	return nil
 }
 
 // cpuTime is pid's user and system time from /proc.
@@ -220,22 +246,20 @@ func cpuTime(pid int) (time.Duration, bool) {
 	return time.Duration(ut+st) * 10 * time.Millisecond, true
 }
 
-// getLoop sends gets GETs of random docs, one at a time, and answers GETs/s.
-func getLoop(hc *http.Client, base, auth string, docs, gets int) (float64, error) {
+// getLoop sends gets GETs of random docs, one at a time.
+func getLoop(hc *http.Client, base, auth string, docs, gets int, r *rand.Rand) error {
 	buf := make([]byte, 64<<10)
-	r := rand.New(rand.NewPCG(1, 2))
-	start := time.Now()
 	for range gets {
 		req, err := http.NewRequest("GET", base+"/"+docID(r.IntN(docs)), nil)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		n := 0
 		for {
@@ -245,15 +269,15 @@ func getLoop(hc *http.Client, base, auth string, docs, gets int) (float64, error
 				break
 			}
 			if err != nil {
-				return 0, err
+				return err
 			}
 		}
 		_ = resp.Body.Close()
 		if resp.StatusCode != 200 || n < 14000 {
-			return 0, fmt.Errorf("GET: %d, %d bytes", resp.StatusCode, n)
+			return fmt.Errorf("GET: %d, %d bytes", resp.StatusCode, n)
 		}
 	}
-	return float64(gets) / time.Since(start).Seconds(), nil
+	return nil
 }
 
 type child struct {
