@@ -1,7 +1,7 @@
 // Command getbound measures what bounds a sequential doc GET on this
 // machine (issue 20's "GET ≥ 90% of a bare server"): one client on one
 // keep-alive connection sends random GETs of medium docs (~14.6 KB) to
-// three servers, each a process of its own, in turns:
+// four servers, each a process of its own, in turns:
 //
 //   - bare: net/http answering the same fixed bytes to every GET (what
 //     settee bench reports as the GET ceiling);
@@ -9,13 +9,18 @@
 //     doc's JSON by its id and one copy out (no authentication, rev
 //     trees, shards, actors or headers beyond Content-Type and -Length),
 //     the least any server that keeps its docs in badger does;
+//   - couch: the least a server does that answers a GET as CouchDB does
+//     over a store like settee's (couchHandler): Basic credentials checked
+//     against a cache, the doc's record and then its winner's body (two
+//     lookups), _id and _rev rendered in, CouchDB's headers, the answer
+//     sent in one write (onewrite, as settee does);
 //   - settee: the server at --url, the same docs in a database of its own.
 //
 // Usage:
 //
 //	go run ./scripts/getbound --url http://admin:pw@127.0.0.1:5984 [--docs 20000 --gets 30000 --rounds 2 --turns 20 --pid PID]
 //
-// In a round the three take turns (--turns, each a share of --gets), so a
+// In a round the four take turns (--turns, each a share of --gets), so a
 // drift of the machine's pace over seconds reaches each alike. It prints
 // GETs/s of each server per round and each one's ratio to bare, and each
 // server's CPU time per GET (settee's with --pid).
@@ -24,7 +29,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -38,10 +47,16 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/settee/settee/onewrite"
 )
+
+// couchAuth is the couch child's one login (admin:pw).
+var couchAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:pw"))
 
 // serveEnv names, in a server child's environment, what it serves.
 const serveEnv = "GETBOUND_SERVE"
@@ -110,6 +125,11 @@ func run(target string, docs, gets, rounds, turns, setteePID int) error {
 		return err
 	}
 	defer store.stop()
+	couch, err := startChild("couch", docs)
+	if err != nil {
+		return err
+	}
+	defer couch.stop()
 	fmt.Printf("%d docs of %d bytes, %d GETs per server per round in %d turns each, one client, one connection\n", docs, len(doc(0)), gets, turns)
 	servers := []struct {
 		name, base, auth string
@@ -117,6 +137,7 @@ func run(target string, docs, gets, rounds, turns, setteePID int) error {
 	}{
 		{"bare", "http://" + bare.addr, "", bare.cmd.Process.Pid},
 		{"store", "http://" + store.addr, "", store.cmd.Process.Pid},
+		{"couch", "http://" + couch.addr, couchAuth, couch.cmd.Process.Pid},
 		{"settee", u.String() + "/" + db, auth, setteePID},
 	}
 	rngs := make([]*rand.Rand, len(servers))
@@ -138,9 +159,10 @@ func run(target string, docs, gets, rounds, turns, setteePID int) error {
 				}
 			}
 		}
-		b, s, t := res[0], res[1], res[2]
-		fmt.Printf("round %d: bare %.0f GET/s%s; store %.0f GET/s%s (%.2f of bare); settee %.0f GET/s%s (%.2f of bare, %.2f of store)\n",
-			r, b.rate(), b.cpu(), s.rate(), s.cpu(), s.rate()/b.rate(), t.rate(), t.cpu(), t.rate()/b.rate(), t.rate()/s.rate())
+		b, s, c, t := res[0], res[1], res[2], res[3]
+		fmt.Printf("round %d: bare %.0f GET/s%s; store %.0f GET/s%s (%.2f of bare); couch %.0f GET/s%s (%.2f of bare); settee %.0f GET/s%s (%.2f of bare, %.2f of store, %.2f of couch)\n",
+			r, b.rate(), b.cpu(), s.rate(), s.cpu(), s.rate()/b.rate(), c.rate(), c.cpu(), c.rate()/b.rate(),
+			t.rate(), t.cpu(), t.rate()/b.rate(), t.rate()/s.rate(), t.rate()/c.rate())
 	}
 	return nil
 }
@@ -330,6 +352,7 @@ func serveChild(kind, docsArg string) error {
 		return err
 	}
 	var h http.Handler
+	wrap := false // onewrite's listener and ConnContext, as settee's node
 	switch kind {
 	case "bare":
 		body := append(doc(0), '\n')
@@ -339,29 +362,13 @@ func serveChild(kind, docsArg string) error {
 			_, _ = w.Write(body)
 		})
 	case "store":
-		dir, err := os.MkdirTemp("", "getbound")
+		db, done, err := openStore(docs, func(wb *badger.WriteBatch, i int) error {
+			return wb.Set([]byte(docID(i)), doc(i))
+		})
 		if err != nil {
 			return err
 		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		// settee's own badger options where they matter to a read:
-		// bodies in the value log, synced writes
-		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithValueThreshold(1024).WithSyncWrites(true))
-		if err != nil {
-			return err
-		}
-		defer func() { _ = db.Close() }()
-		for start := 0; start < docs; start += 500 {
-			wb := db.NewWriteBatch()
-			for i := start; i < min(start+500, docs); i++ {
-				if err := wb.Set([]byte(docID(i)), doc(i)); err != nil {
-					return err
-				}
-			}
-			if err := wb.Flush(); err != nil {
-				return err
-			}
-		}
+		defer done()
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var out []byte
 			err := db.View(func(txn *badger.Txn) error {
@@ -381,6 +388,22 @@ func serveChild(kind, docsArg string) error {
 			w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 			_, _ = w.Write(out)
 		})
+	case "couch":
+		db, done, err := openStore(docs, func(wb *badger.WriteBatch, i int) error {
+			rev := couchRev(i)
+			// the doc's record: its winner's rev among some bytes, as a
+			// small rev tree; then its body under id and rev
+			if err := wb.Set([]byte("i"+docID(i)), append([]byte(rev), make([]byte, 64)...)); err != nil {
+				return err
+			}
+			return wb.Set([]byte("b"+docID(i)+"\x00"+rev), doc(i))
+		})
+		if err != nil {
+			return err
+		}
+		defer done()
+		h = couchHandler(db)
+		wrap = true
 	default:
 		return fmt.Errorf("unknown server %q", kind)
 	}
@@ -394,10 +417,136 @@ func serveChild(kind, docsArg string) error {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	addr := ln.Addr().String()
+	if wrap {
+		srv.ConnContext = onewrite.ConnContext
+		ln = onewrite.Listen(ln)
+	}
 	go func() { _ = srv.Serve(ln) }()
-	if _, err := fmt.Println(ln.Addr().String()); err != nil {
+	if _, err := fmt.Println(addr); err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return srv.Close()
+}
+
+// openStore opens a badger store in a temporary directory with settee's
+// badger options where they matter to a read (bodies in the value log,
+// synced writes) and writes each doc with put; done closes and removes it.
+func openStore(docs int, put func(*badger.WriteBatch, int) error) (*badger.DB, func(), error) {
+	dir, err := os.MkdirTemp("", "getbound")
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithValueThreshold(1024).WithSyncWrites(true))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	done := func() {
+		_ = db.Close()
+		_ = os.RemoveAll(dir)
+	}
+	for start := 0; start < docs; start += 500 {
+		wb := db.NewWriteBatch()
+		for i := start; i < min(start+500, docs); i++ {
+			if err := put(wb, i); err != nil {
+				done()
+				return nil, nil, err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return db, done, nil
+}
+
+func couchRev(i int) string {
+	sum := sha256.Sum256([]byte(docID(i)))
+	return "1-" + hex.EncodeToString(sum[:16])
+}
+
+// couchHandler answers a doc GET with the least of what settee does for
+// one: Basic credentials checked against a cache keyed by a SHA-256 of
+// them, a timeout context, the doc's record read for its winner and then
+// the winner's body (two lookups in one snapshot), the body rendered with
+// _id and _rev into a new buffer, CouchDB's headers (Server,
+// Cache-Control, X-Couch-Request-Id, Etag) and the answer held to leave
+// in one write (onewrite). No rev trees, shards, actors, routing or
+// metrics.
+func couchHandler(db *badger.DB) http.Handler {
+	secret := []byte("getbound")
+	key := func(name, pw string) [32]byte {
+		return sha256.Sum256([]byte(string(secret) + name + "\x00" + pw))
+	}
+	var mu sync.Mutex
+	logins := map[[32]byte]bool{key("admin", "pw"): true}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		raw, err := base64.StdEncoding.DecodeString(cred)
+		name, pw, _ := strings.Cut(string(raw), ":")
+		mu.Lock()
+		ok := err == nil && scheme == "Basic" && logins[key(name, pw)]
+		mu.Unlock()
+		if !ok {
+			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+		defer cancel()
+		id := strings.TrimPrefix(r.URL.Path, "/")
+		var out []byte
+		var rev string
+		err = db.View(func(txn *badger.Txn) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			item, err := txn.Get([]byte("i" + id))
+			if err != nil {
+				return err
+			}
+			info, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			rev, _, _ = strings.Cut(string(info), "\x00")
+			item, err = txn.Get([]byte("b" + id + "\x00" + rev))
+			if err != nil {
+				return err
+			}
+			return item.Value(func(v []byte) error {
+				out = make([]byte, 0, len(v)+len(id)+len(rev)+32)
+				out = append(out, `{"_id":"`...)
+				out = append(out, id...)
+				out = append(out, `","_rev":"`...)
+				out = append(out, rev...)
+				out = append(out, `",`...)
+				out = append(out, v[1:]...)
+				out = append(out, '\n')
+				return nil
+			})
+		})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		var rid [5]byte
+		_, _ = crand.Read(rid[:])
+		h := w.Header()
+		h.Set("Server", "getbound")
+		h.Set("Cache-Control", "must-revalidate")
+		h.Set("X-Couch-Request-Id", hex.EncodeToString(rid[:]))
+		h.Set("Content-Type", "application/json")
+		h.Set("Etag", `"`+rev+`"`)
+		h.Set("Content-Length", strconv.Itoa(len(out)))
+		if send := onewrite.Hold(r, len(out)); send != nil {
+			defer func() { _ = send() }()
+			_, _ = w.Write(out)
+			w.(http.Flusher).Flush()
+			return
+		}
+		_, _ = w.Write(out)
+	})
 }
