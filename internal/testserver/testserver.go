@@ -61,6 +61,19 @@ func Start(t testing.TB, opts ...Option) *Server {
 func (s *Server) start(t testing.TB) {
 	t.Helper()
 	n, err := node.Start(context.Background(), s.cfg)
+	// A restart on the data directory once met badger's directory lock
+	// still held after the closed node's badger had returned from Close
+	// (CI, httpgw's TestConfigLiveSettings, 2026-12-06; not reproduced in
+	// 15 runs alone). The lock is an flock on the directory's open file,
+	// and a child that a parallel test forks holds every descriptor of
+	// this process, close-on-exec ones too, until it execs: the closed
+	// lock stays taken that long. A restart waits a little for it rather
+	// than failing at once, and says so.
+	for end := time.Now().Add(10 * time.Second); err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock") && time.Now().Before(end); {
+		t.Logf("testserver: start settee: %v; trying again", err)
+		time.Sleep(200 * time.Millisecond)
+		n, err = node.Start(context.Background(), s.cfg)
+	}
 	if err != nil {
 		t.Fatalf("start settee: %v", err)
 	}
