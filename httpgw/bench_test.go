@@ -56,15 +56,7 @@ func (w *discardWriter) WriteHeader(s int)           { w.status = s }
 // the shard's read and the render, without net/http's connection work (a
 // GET's share of it is the same for any server in Go).
 func BenchmarkGetDocHandler(b *testing.B) {
-	var h http.Handler
-	s := testserver.Start(b, func(cfg *node.Config) {
-		build := cfg.Handler
-		cfg.Handler = func(svc node.Services) (http.Handler, error) {
-			var err error
-			h, err = build(svc)
-			return h, err
-		}
-	})
+	s, h := startWithHandler(b)
 	resp := s.Do(b, "PUT", "/bg", nil)
 	resp.Body.Close()
 	body := `{"data":"` + string(bytes.Repeat([]byte("x"), 14000)) + `"}`
@@ -87,4 +79,19 @@ func BenchmarkGetDocHandler(b *testing.B) {
 			b.Fatal(w.status)
 		}
 	}
+}
+
+// startWithHandler starts a node and hands back the gateway it serves, to
+// be called in process or served by a test's own http.Server.
+func startWithHandler(tb testing.TB) (*testserver.Server, http.Handler) {
+	var h http.Handler
+	s := testserver.Start(tb, func(cfg *node.Config) {
+		build := cfg.Handler
+		cfg.Handler = func(svc node.Services) (http.Handler, error) {
+			var err error
+			h, err = build(svc)
+			return h, err
+		}
+	})
+	return s, h
 }

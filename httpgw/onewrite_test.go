@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/settee/settee/internal/testserver"
-	"github.com/settee/settee/node"
 	"github.com/settee/settee/onewrite"
 )
 
@@ -47,15 +46,7 @@ func (c countedConn) Write(p []byte) (int, error) {
 // handler is served here as the node serves it, over a listener that
 // counts the writes.
 func TestAnswersInOneWrite(t *testing.T) {
-	var h http.Handler
-	s := testserver.Start(t, func(cfg *node.Config) {
-		build := cfg.Handler
-		cfg.Handler = func(svc node.Services) (http.Handler, error) {
-			var err error
-			h, err = build(svc)
-			return h, err
-		}
-	})
+	s, h := startWithHandler(t)
 	s.Do(t, "PUT", "/ow", nil).Body.Close()
 	for _, d := range []struct {
 		id   string

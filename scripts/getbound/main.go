@@ -117,37 +117,25 @@ func run(target string, docs, gets, rounds, turns, setteePID int) error {
 			_ = resp.Body.Close()
 		}
 	}()
-	bare, err := startChild("bare", docs)
-	if err != nil {
-		return err
-	}
-	defer bare.stop()
-	store, err := startChild("store", docs)
-	if err != nil {
-		return err
-	}
-	defer store.stop()
-	couch, err := startChild("couch", docs)
-	if err != nil {
-		return err
-	}
-	defer couch.stop()
-	couch1, err := startChild("couch1", docs)
-	if err != nil {
-		return err
-	}
-	defer couch1.stop()
-	fmt.Printf("%d docs of %d bytes, %d GETs per server per round in %d turns each, one client, one connection\n", docs, len(doc(0)), gets, turns)
-	servers := []struct {
+	type server struct {
 		name, base, auth string
 		pid              int
-	}{
-		{"bare", "http://" + bare.addr, "", bare.cmd.Process.Pid},
-		{"store", "http://" + store.addr, "", store.cmd.Process.Pid},
-		{"couch", "http://" + couch.addr, couchAuth, couch.cmd.Process.Pid},
-		{"couch1", "http://" + couch1.addr, couchAuth, couch1.cmd.Process.Pid},
-		{"settee", u.String() + "/" + db, auth, setteePID},
 	}
+	var servers []server
+	for _, kind := range []string{"bare", "store", "couch", "couch1"} {
+		ch, err := startChild(kind, docs)
+		if err != nil {
+			return err
+		}
+		defer ch.stop()
+		a := ""
+		if strings.HasPrefix(kind, "couch") {
+			a = couchAuth
+		}
+		servers = append(servers, server{kind, "http://" + ch.addr, a, ch.cmd.Process.Pid})
+	}
+	servers = append(servers, server{"settee", u.String() + "/" + db, auth, setteePID})
+	fmt.Printf("%d docs of %d bytes, %d GETs per server per round in %d turns each, one client, one connection\n", docs, len(doc(0)), gets, turns)
 	// a load leaves work behind (memtable flushes, compactions): the
 	// first round would pay for it, settee's most, and count its CPU as
 	// the GETs'
