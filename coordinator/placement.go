@@ -36,7 +36,9 @@ type PointReads interface {
 
 // LocalReader reads one copy held by this node, on the caller's goroutine.
 type LocalReader interface {
-	ReadDoc(m *pb.GetDoc) *pb.DocReply
+	// ReadDoc answers one doc, a rendered one appended to buf (its
+	// DocReply.Rendered a part of it); it returns the grown buf.
+	ReadDoc(m *pb.GetDoc, buf []byte) (*pb.DocReply, []byte)
 	ReadDocInfos(ids []string) *pb.DocInfosReply
 	// ReadDocs answers many docs from one snapshot, the rendered ones
 	// appended to buf (each DocReply.Rendered a part of it); it returns

@@ -24,18 +24,38 @@ func (c *Coordinator) GetDoc(ctx context.Context, db string, m *pb.GetDoc) (*pb.
 // When the deadline passes with fewer than r answers, it answers from
 // those it has.
 func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r int) (*pb.DocReply, error) {
+	reply, _, err := c.GetDocInto(ctx, db, m, r, nil)
+	return reply, err
+}
+
+// GetDocInto is GetDocR with a buffer for the answer: a doc asked
+// rendered (m.Render) that is read from this node's only copy of its
+// range is appended to buf, with room after it (DocReply.Rendered is
+// that part of it), and the grown buf is returned, the caller's to reuse
+// once it is done with the reply. A doc read from another node or from
+// several copies comes in a reply of its own, and buf comes back as it
+// went in. A gateway answering many GETs keeps a few such buffers
+// instead of allocating and zeroing a doc-sized one per GET.
+func (c *Coordinator) GetDocInto(ctx context.Context, db string, m *pb.GetDoc, r int, buf []byte) (*pb.DocReply, []byte, error) {
 	rec, ranges, err := c.lookup(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, buf, err
 	}
 	cps := c.copies(ranges[RangeOf(ranges, m.Id)])
 	if len(cps) == 1 {
-		reply, err := c.readDoc(ctx, cps[0], m)
+		reply, grown, err := c.readDocInto(ctx, cps[0], m, buf)
 		if err != nil {
-			return nil, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
+			return nil, buf, fmt.Errorf("coordinator: get %q: %w", m.Id, err)
 		}
-		return reply, nil
+		return reply, grown, nil
 	}
+	reply, err := c.getDocQuorum(ctx, db, rec, cps, m, r)
+	return reply, buf, err
+}
+
+// getDocQuorum reads m from r of cps, the copies of its range (GetDocR).
+func (c *Coordinator) getDocQuorum(ctx context.Context, db string, rec *pb.DbRecord, cps []*pb.ShardRef, m *pb.GetDoc, r int) (*pb.DocReply, error) {
+	var err error
 	if r < 1 {
 		r = int(rec.N)/2 + 1
 	}
@@ -55,7 +75,8 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 			if infoOnly[i] {
 				q.put(g, i, lr.ReadDocInfos([]string{m.Id}))
 			} else {
-				q.put(g, i, lr.ReadDoc(m))
+				d, _ := lr.ReadDoc(m, nil)
+				q.put(g, i, d)
 			}
 			return
 		}
@@ -122,19 +143,26 @@ func (c *Coordinator) GetDocR(ctx context.Context, db string, m *pb.GetDoc, r in
 
 // readDoc reads m from one copy: on this goroutine when the copy is here.
 func (c *Coordinator) readDoc(ctx context.Context, ref *pb.ShardRef, m *pb.GetDoc) (*pb.DocReply, error) {
+	reply, _, err := c.readDocInto(ctx, ref, m, nil)
+	return reply, err
+}
+
+// readDocInto is readDoc rendering into buf when the copy is here
+// (LocalReader.ReadDoc); it returns the grown buf, or buf as it was.
+func (c *Coordinator) readDocInto(ctx context.Context, ref *pb.ShardRef, m *pb.GetDoc, buf []byte) (*pb.DocReply, []byte, error) {
 	var reply *pb.DocReply
 	if lr := c.localReader(ref); lr != nil {
-		reply = lr.ReadDoc(m)
+		reply, buf = lr.ReadDoc(m, buf)
 	} else {
 		var err error
 		if reply, err = actors.Ask[*pb.DocReply](ctx, c.root, c.readPID(ref), m); err != nil {
-			return nil, err
+			return nil, buf, err
 		}
 	}
 	if reply.Error != nil {
-		return nil, reply.Error
+		return nil, buf, reply.Error
 	}
-	return reply, nil
+	return reply, buf, nil
 }
 
 // readPID addresses the process that answers ref's point reads.

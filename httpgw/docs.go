@@ -174,7 +174,28 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		// couchdoc.Append copied each GET's body twice)
 		m.Render, m.RenderConflicts = true, o.Conflicts
 	}
-	r, err := g.c.GetDocR(rq.ctx, db, m, quorum)
+	var r *pb.DocReply
+	if m.Render {
+		// rendered into a buffer of the pool's, not a doc-sized one
+		// allocated, zeroed and collected per GET: under 130 readers
+		// that allocation drove the GC (docs/benchmarks.md, session 21)
+		bp, _ := g.docBufs.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
+		}
+		var buf []byte
+		r, buf, err = g.c.GetDocInto(rq.ctx, db, m, quorum, (*bp)[:0])
+		// the answer's bytes are written (or copied by the writer)
+		// before getDoc returns: io.Writer keeps none of them
+		defer func() {
+			if cap(buf) <= maxPooledDoc {
+				*bp = buf[:0]
+				g.docBufs.Put(bp)
+			}
+		}()
+	} else {
+		r, err = g.c.GetDocR(rq.ctx, db, m, quorum)
+	}
 	if err != nil {
 		return err
 	}
@@ -210,6 +231,10 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	buf := couchdoc.Append(make([]byte, 0, len(rb.Json)+128), id, r.Info, rb, o)
 	return g.writeJSON(rq, 200, append(buf, '\n'))
 }
+
+// maxPooledDoc: a bigger doc's buffer goes to the GC rather than stay in
+// the pool for the next GET, which is most likely of a smaller doc.
+const maxPooledDoc = 256 << 10
 
 // noMeta drops the options that CouchDB renders from the doc's meta,
 // which a read of given revs (?rev=, open_revs) does not have.

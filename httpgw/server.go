@@ -102,6 +102,9 @@ type Gateway struct {
 	// findBufs holds the buffers _find's docs are rendered into
 	// (find.go), reused from one batch of docs to the next
 	findBufs sync.Pool
+	// docBufs holds the buffers a GET's doc is rendered into (getDoc),
+	// one per GET in flight
+	docBufs sync.Pool
 }
 
 // New builds a gateway.

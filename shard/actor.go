@@ -260,7 +260,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 
 	// reads: off the actor's goroutine, on a badger snapshot
 	case *pb.GetDoc:
-		a.async(ctx, func() proto.Message { return a.st.readDoc(m) })
+		a.async(ctx, func() proto.Message { r, _ := a.st.readDoc(m, nil); return r })
 	case *pb.GetDocs:
 		a.async(ctx, func() proto.Message { return a.st.readDocs(m.Docs) })
 	case *pb.GetDocInfos:

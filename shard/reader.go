@@ -29,11 +29,16 @@ func newReader(cfg Config, st *store, sys *actor.ActorSystem) *Reader {
 	return &Reader{st: st, pool: cfg.Reads, obs: cfg.Observer, sys: sys}
 }
 
-// ReadDoc answers a GetDoc from the copy's latest committed state.
-func (r *Reader) ReadDoc(m *pb.GetDoc) *pb.DocReply {
-	reply := r.st.readDoc(m)
+// ReadDoc answers a GetDoc from the copy's latest committed state. A doc
+// asked rendered (m.Render) is appended to buf, with room after it for
+// a newline, and its DocReply.Rendered is that part of it; the grown buf
+// is returned. A caller that answers many single-doc reads reuses one
+// buffer per read in flight instead of a doc-sized allocation, zeroed
+// and then collected, per read.
+func (r *Reader) ReadDoc(m *pb.GetDoc, buf []byte) (*pb.DocReply, []byte) {
+	reply, buf := r.st.readDoc(m, buf)
 	observeRead(r.obs, reply)
-	return reply
+	return reply, buf
 }
 
 // ReadDocs answers a GetDocs on the caller's goroutine, every doc from
@@ -84,7 +89,7 @@ func (r *Reader) SendUserMessage(pid *actor.PID, message any) {
 	var read func() any
 	switch m := msg.(type) {
 	case *pb.GetDoc:
-		read = func() any { return r.ReadDoc(m) }
+		read = func() any { d, _ := r.ReadDoc(m, nil); return d }
 	case *pb.GetDocInfos:
 		read = func() any { return r.ReadDocInfos(m.Ids) }
 	default:

@@ -116,7 +116,7 @@ func TestReadDocsInto(t *testing.T) {
 	var total int
 	for i, m := range ms {
 		got := reply.Docs[i]
-		alone := r.ReadDoc(m)
+		alone, _ := r.ReadDoc(m, nil)
 		if string(got.Rendered) != string(alone.Rendered) || got.Info.GetWinner() != alone.Info.GetWinner() {
 			t.Errorf("%s: rendered %s, alone %s", m.Id, got.Rendered, alone.Rendered)
 		}

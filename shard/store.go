@@ -144,17 +144,18 @@ func (s *store) attData(txn *badger.Txn, digest string) ([]byte, error) {
 	return it.ValueCopy(nil)
 }
 
-// readDoc answers a GetDoc.
-func (s *store) readDoc(m *pb.GetDoc) *pb.DocReply {
+// readDoc answers a GetDoc, a rendered doc appended to buf (see
+// readDocIn); it returns the grown buf.
+func (s *store) readDoc(m *pb.GetDoc, buf []byte) (*pb.DocReply, []byte) {
 	var reply *pb.DocReply
 	err := s.db.View(func(txn *badger.Txn) error {
-		reply, _ = s.readDocIn(txn, m, nil)
+		reply, buf = s.readDocIn(txn, m, buf)
 		return nil
 	})
 	if err != nil {
 		reply = &pb.DocReply{Error: perr(ErrInternal.Code, err.Error())}
 	}
-	return reply
+	return reply, buf
 }
 
 // readDocIn answers m from txn's snapshot. A rendered doc (m.Render) is
