@@ -650,7 +650,11 @@ func partitionChanges(c caller, db string, all []string) {
 	if !slices.Equal(got, all) {
 		t.Errorf("_changes by pages of 4: ids %q, want %q (each once)", got, all)
 	}
-	// a filtered feed by pages as well
+	// a filtered feed by pages as well, each since the page before's last
+	// row, as a replicator and PouchDB checkpoint: a filtered, limited
+	// feed's last_seq can be past matching rows it did not send
+	// (apache/couchdb#1221: paging by it lost a doc now and then against
+	// the real CouchDB, whose shards' workers race to the limit)
 	got, since = nil, "0"
 	for range 20 {
 		var ch changes
@@ -661,7 +665,7 @@ func partitionChanges(c caller, db string, all []string) {
 		for _, r := range ch.Results {
 			got = append(got, r.ID)
 		}
-		since = ch.LastSeq
+		since = ch.Results[len(ch.Results)-1].Seq
 	}
 	slices.Sort(got)
 	if want := pick(func(id string) bool { return id != "alice:del" && n(id) > 3 }); !slices.Equal(got, want) {
