@@ -71,11 +71,51 @@
   }
 
   // --- replication states --------------------------------------------
+  // endpointName is a source or target as the page shows it (admin.go's
+  // endpointName): the URL, its password hidden.
+  function endpointName(v) {
+    var s = v && typeof v === "object" ? String(v.url || "") : String(v === undefined || v === null ? "" : v);
+    return s.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\/@:]*):[^\/@]*@/i, "$1:*****@");
+  }
+  // repRow is a row like the page's own for a replication doc it did not
+  // list: one the scheduler learnt of after the page was made (a doc just
+  // created by the form above is often one).
+  function repRow(d) {
+    var tr = el("tr", { "data-doc": d.doc_id });
+    tr.appendChild(el("td", null, d.doc_id));
+    tr.appendChild(el("td", null, endpointName(d.source) + " → " + endpointName(d.target)));
+    tr.appendChild(el("td", { "class": "state" }));
+    tr.appendChild(el("td", { "class": "progress" }));
+    tr.appendChild(el("td", { "class": "written" }));
+    tr.appendChild(el("td", { "class": "errors" }));
+    var csrf = document.querySelector('input[name="csrf"]');
+    var td = el("td");
+    if (csrf) {
+      var f = el("form", { "class": "inline", method: "post", action: "/_utils/replication/cancel" });
+      f.appendChild(el("input", { type: "hidden", name: "csrf", value: csrf.value }));
+      f.appendChild(el("input", { type: "hidden", name: "doc_id", value: d.doc_id }));
+      var b = el("button", { type: "submit", "class": "danger" }, "Cancel");
+      b.appendChild(el("span", { "class": "sr" }, " " + d.doc_id));
+      f.appendChild(b);
+      td.appendChild(f);
+    }
+    tr.appendChild(td);
+    return tr;
+  }
   function pollReplication(table) {
+    var tbody = table.tBodies[0];
     function tick() {
       getJSON(table.getAttribute("data-poll")).then(function (res) {
         if (!res.ok || !res.body || !Array.isArray(res.body.docs)) { return; }
         res.body.docs.forEach(function (d) {
+          if (typeof d.doc_id !== "string") { return; }
+          var known = false;
+          table.querySelectorAll("tr[data-doc]").forEach(function (tr) { known = known || tr.getAttribute("data-doc") === d.doc_id; });
+          if (!known) {
+            // "No replication documents." goes with the first row
+            Array.prototype.slice.call(tbody.rows).forEach(function (tr) { if (!tr.hasAttribute("data-doc")) { tbody.removeChild(tr); } });
+            tbody.appendChild(repRow(d));
+          }
           var rows = table.querySelectorAll("tr[data-doc]");
           for (var i = 0; i < rows.length; i++) {
             var tr = rows[i];
