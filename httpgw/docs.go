@@ -179,20 +179,11 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		// rendered into a buffer of the pool's, not a doc-sized one
 		// allocated, zeroed and collected per GET: under 130 readers
 		// that allocation drove the GC (docs/benchmarks.md, session 21)
-		bp, _ := g.docBufs.Get().(*[]byte)
-		if bp == nil {
-			bp = new([]byte)
-		}
-		var buf []byte
-		r, buf, err = g.c.GetDocInto(rq.ctx, db, m, quorum, (*bp)[:0])
+		bp := g.docBufs.get()
+		r, *bp, err = g.c.GetDocInto(rq.ctx, db, m, quorum, *bp)
 		// the answer's bytes are written (or copied by the writer)
 		// before getDoc returns: io.Writer keeps none of them
-		defer func() {
-			if cap(buf) <= maxPooledDoc {
-				*bp = buf[:0]
-				g.docBufs.Put(bp)
-			}
-		}()
+		defer g.docBufs.put(bp)
 	} else {
 		r, err = g.c.GetDocR(rq.ctx, db, m, quorum)
 	}

@@ -576,7 +576,7 @@ func (g *Gateway) findOnIndex(rq *req, db string, q *findQuery, after *bookmark,
 		docs, buf, err := g.findDocs(rq, db, q, rows, st)
 		// docs are parts of buf: written out (emit copies them) before
 		// it is given back
-		defer g.putFindBuf(buf)
+		defer g.findBufs.put(buf)
 		if err != nil {
 			return err
 		}
@@ -651,18 +651,15 @@ func appendRowPos(b *bookmark) ([]byte, error) {
 
 // findDocs reads the rows' docs (nil for one gone since it was indexed).
 // The docs of this node's copies are rendered into buf, which the caller
-// gives back with putFindBuf once it is done with them.
+// gives back to g.findBufs once it is done with them.
 func (g *Gateway) findDocs(rq *req, db string, q *findQuery, rows []*pb.ViewRow, st *findStats) (docs [][]byte, buf *[]byte, err error) {
 	ms := make([]*pb.GetDoc, len(rows))
 	for i, r := range rows {
 		// the shard renders the doc from its stored bytes (one copy)
 		ms[i] = &pb.GetDoc{Id: r.Id, Render: true, RenderConflicts: q.f.Conflicts}
 	}
-	buf, _ = g.findBufs.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
-	got, b, err := g.c.GetDocsInto(rq.ctx, db, ms, (*buf)[:0])
+	buf = g.findBufs.get()
+	got, b, err := g.c.GetDocsInto(rq.ctx, db, ms, *buf)
 	*buf = b
 	if err != nil {
 		return nil, buf, err
@@ -693,12 +690,6 @@ func (g *Gateway) findDocs(rq *req, db string, q *findQuery, rows []*pb.ViewRow,
 // maxFindBuf bounds the buffers kept for _find's docs: a batch of large
 // docs is not held after it.
 const maxFindBuf = 4 << 20
-
-func (g *Gateway) putFindBuf(buf *[]byte) {
-	if cap(*buf) <= maxFindBuf {
-		g.findBufs.Put(buf)
-	}
-}
 
 // coveredDoc is the doc a covering index's row stands for: its key's
 // values at the index's fields, and _id.

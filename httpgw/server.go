@@ -101,10 +101,34 @@ type Gateway struct {
 	designs views.DesignCache // parsed design docs (views.go)
 	// findBufs holds the buffers _find's docs are rendered into
 	// (find.go), reused from one batch of docs to the next
-	findBufs sync.Pool
+	findBufs bufPool
 	// docBufs holds the buffers a GET's doc is rendered into (getDoc),
 	// one per GET in flight
-	docBufs sync.Pool
+	docBufs bufPool
+}
+
+// bufPool keeps the buffers answers are rendered into, for the next
+// request to reuse instead of allocating, zeroing and collecting its
+// own; a buffer grown past max goes to the GC rather than stay held.
+type bufPool struct {
+	p   sync.Pool
+	max int
+}
+
+// get is an empty buffer, reused when the pool has one.
+func (b *bufPool) get() *[]byte {
+	if p, _ := b.p.Get().(*[]byte); p != nil {
+		*p = (*p)[:0]
+		return p
+	}
+	return new([]byte)
+}
+
+// put gives buf back once nothing refers to its bytes any more.
+func (b *bufPool) put(buf *[]byte) {
+	if cap(*buf) <= b.max {
+		b.p.Put(buf)
+	}
 }
 
 // New builds a gateway.
@@ -123,6 +147,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, c: cfg.Coordinator, dbs: cfg.Databases, log: cfg.Logger,
 		server: "settee/" + cfg.Version}
+	g.findBufs.max, g.docBufs.max = maxFindBuf, maxPooledDoc
 	w, err := json.Marshal(map[string]any{
 		"couchdb": "Welcome",
 		"version": "3.5.2",

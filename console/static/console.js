@@ -109,31 +109,28 @@
         if (!res.ok || !res.body || !Array.isArray(res.body.docs)) { return; }
         res.body.docs.forEach(function (d) {
           if (typeof d.doc_id !== "string") { return; }
-          var known = false;
-          table.querySelectorAll("tr[data-doc]").forEach(function (tr) { known = known || tr.getAttribute("data-doc") === d.doc_id; });
-          if (!known) {
+          var tr = null, rows = tbody.rows;
+          for (var i = 0; i < rows.length && !tr; i++) {
+            if (rows[i].getAttribute("data-doc") === d.doc_id) { tr = rows[i]; }
+          }
+          if (!tr) {
             // "No replication documents." goes with the first row
-            Array.prototype.slice.call(tbody.rows).forEach(function (tr) { if (!tr.hasAttribute("data-doc")) { tbody.removeChild(tr); } });
-            tbody.appendChild(repRow(d));
+            Array.prototype.slice.call(rows).forEach(function (r) { if (!r.hasAttribute("data-doc")) { tbody.removeChild(r); } });
+            tr = tbody.appendChild(repRow(d));
           }
-          var rows = table.querySelectorAll("tr[data-doc]");
-          for (var i = 0; i < rows.length; i++) {
-            var tr = rows[i];
-            if (tr.getAttribute("data-doc") !== d.doc_id) { continue; }
-            var info = d.info || {};
-            var st = tr.querySelector(".state");
-            st.textContent = d.state || "";
-            st.className = "state state-" + (d.state || "");
-            var pct = -1;
-            if (d.state === "completed") { pct = 100; } else if (typeof info.changes_pending === "number" && (info.docs_read || 0) + info.changes_pending > 0) {
-              pct = Math.floor(100 * (info.docs_read || 0) / ((info.docs_read || 0) + info.changes_pending));
-            }
-            progressCell(tr.querySelector(".progress"), pct);
-            tr.querySelector(".written").textContent = info.docs_written === undefined ? "" : String(info.docs_written);
-            var errs = tr.querySelector(".errors");
-            errs.textContent = String(d.error_count || 0);
-            if (info.error) { errs.appendChild(document.createTextNode(" ")); errs.appendChild(el("span", { "class": "bad" }, typeof info.error === "string" ? info.error : JSON.stringify(info.error))); }
+          var info = d.info || {};
+          var st = tr.querySelector(".state");
+          st.textContent = d.state || "";
+          st.className = "state state-" + (d.state || "");
+          var pct = -1;
+          if (d.state === "completed") { pct = 100; } else if (typeof info.changes_pending === "number" && (info.docs_read || 0) + info.changes_pending > 0) {
+            pct = Math.floor(100 * (info.docs_read || 0) / ((info.docs_read || 0) + info.changes_pending));
           }
+          progressCell(tr.querySelector(".progress"), pct);
+          tr.querySelector(".written").textContent = info.docs_written === undefined ? "" : String(info.docs_written);
+          var errs = tr.querySelector(".errors");
+          errs.textContent = String(d.error_count || 0);
+          if (info.error) { errs.appendChild(document.createTextNode(" ")); errs.appendChild(el("span", { "class": "bad" }, typeof info.error === "string" ? info.error : JSON.stringify(info.error))); }
         });
       }).catch(function () {}).then(function () { setTimeout(tick, 2000); });
     }
