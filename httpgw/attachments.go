@@ -133,7 +133,6 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		rev = im
 	}
 	var base *pb.RevBody
-	var info *pb.FullDocInfo
 	if rev != "" {
 		if unstoredRev(rev) {
 			return errMissingRev
@@ -145,7 +144,6 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		if err != nil {
 			return err
 		}
-		info = r.Info
 		// CouchDB opens the rev to edit it: a rev it does not find is
 		// its {not_found, missing} for that rev
 		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
@@ -208,10 +206,7 @@ func (g *Gateway) putAtt(rq *req, db, id, name string) error {
 		// list, which the revision's hash follows
 		u.Atts = append([]*pb.Att{att}, u.Atts...)
 	}
-	if err := g.validateAttWrite(rq, db, info, base, u); err != nil {
-		return err
-	}
-	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, w)
+	out, err := g.writeDocs(rq, db, []*pb.DocUpdate{u}, true, w)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/settee/settee/auth"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -422,82 +423,28 @@ func (g *Gateway) setSessionCookie(rq *req, c *authConf, v string) {
 	rq.w.Header().Set("Set-Cookie", b.String())
 }
 
-// security is a database's _security object.
-type security struct {
-	Admins  principals `json:"admins"`
-	Members principals `json:"members"`
-}
-
-type principals struct {
-	Names []string `json:"names"`
-	Roles []string `json:"roles"`
-}
-
-func (p principals) empty() bool { return len(p.Names) == 0 && len(p.Roles) == 0 }
-
-func (p principals) match(u *User) bool {
-	if u == nil {
-		return false
-	}
-	if slices.Contains(p.Names, u.Name) {
-		return true
-	}
-	for _, r := range u.Roles {
-		if slices.Contains(p.Roles, r) {
-			return true
+// who is the request's user as the policy sees it, made once per request
+// (it remembers the security objects the request was checked against).
+func (rq *req) who() *policy.Subject {
+	if rq.subj == nil {
+		if rq.user == nil {
+			rq.subj = &policy.Subject{}
+		} else {
+			rq.subj = policy.NewSubject(rq.user.Name, rq.user.Roles, rq.user.Admin)
 		}
 	}
-	return false
+	return rq.subj
 }
 
-func (g *Gateway) loadSecurity(rq *req, db string) (*security, error) {
-	info, err := g.c.DBInfo(rq.ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	var s security
-	if len(info.Meta.Security) > 0 {
-		if err := json.Unmarshal(info.Meta.Security, &s); err != nil {
-			return nil, err
-		}
-	}
-	return &s, nil
-}
-
-// requireMember checks read/write access to db's documents.
+// requireMember checks read/write access to db's documents (the policy's
+// rule: see package policy).
 func (g *Gateway) requireMember(rq *req, db string) error {
-	if rq.user != nil && rq.user.Admin {
-		return nil
-	}
-	s, err := g.loadSecurity(rq, db)
-	if err != nil {
-		return err
-	}
-	if s.Admins.match(rq.user) || s.Members.empty() || s.Members.match(rq.user) {
-		return nil
-	}
-	if rq.user == nil {
-		return errUnauthorized
-	}
-	return errForbidden
+	return g.pol.RequireMember(rq.ctx, rq.who(), db)
 }
 
 // requireDBAdmin checks rights to design docs and _security.
 func (g *Gateway) requireDBAdmin(rq *req, db string) error {
-	if rq.user != nil && rq.user.Admin {
-		return nil
-	}
-	s, err := g.loadSecurity(rq, db)
-	if err != nil {
-		return err
-	}
-	if s.Admins.match(rq.user) {
-		return nil
-	}
-	if rq.user == nil {
-		return newErr(401, "unauthorized", "You are not a db or server admin.")
-	}
-	return newErr(403, "forbidden", "You are not a db or server admin.")
+	return g.pol.RequireDBAdmin(rq.ctx, rq.who(), db)
 }
 
 func requireAdmin(rq *req) error {

@@ -86,44 +86,13 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 		}
 		return g.writeJSON(rq, 417, out)
 	}
-	// a user doc the _users rules refuse fails alone, as a row error
+	// what the writer may write is the policy's (g.writeDocs): a doc it
+	// refuses fails alone, as a row error
 	refused := make([]*pb.Error, len(parsed))
-	if db == usersDB {
-		for i, d := range parsed {
-			if nd, err := g.checkUserWrite(rq, ids[i], d, newEdits); err != nil {
-				refused[i] = userRuleErr(err)
-			} else {
-				parsed[i] = nd
-			}
-		}
-	}
-	var designErr error // whether the writer may write design docs, asked once
-	designChecked := false
-	for i, d := range parsed {
-		if refused[i] != nil {
-			continue
-		}
-		var err error
-		if isDesign(ids[i]) && !designChecked {
-			designErr, designChecked = g.requireDBAdmin(rq, db), true
-		}
-		if isDesign(ids[i]) && designErr != nil {
-			// a design doc from a member fails alone, as CouchDB
-			err = designErr
-		} else if isDesign(ids[i]) {
+	for i := range parsed {
+		if isDesign(ids[i]) {
 			g.forgetDesigns(db)
-			if !d.Deleted {
-				err = g.checkDesign(rq, db, ids[i], d.Body)
-				if err != nil && newEdits && g.wouldConflict(rq, db, ids[i], d) {
-					err = nil // the write answers its conflict, as CouchDB's
-				}
-			}
-		} else {
-			err = g.validateWrite(rq, db, ids[i], d, newEdits)
-		}
-		if err != nil {
-			ce := toCouch(err)
-			refused[i] = &pb.Error{Code: ce.code, Reason: ce.reason}
+			break
 		}
 	}
 	// _local docs in the batch are stored as local docs (no rev tree, rev
@@ -151,13 +120,20 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 	if !bd.HasW {
 		w = quorumParam(rq, "w")
 	}
-	written, err := g.c.UpdateDocs(rq.ctx, db, updates, newEdits, w)
+	written, err := g.writeDocs(rq, db, updates, newEdits, w)
 	if err != nil {
 		return err
 	}
 	out := make([]coordinator.Outcome, len(parsed))
 	for tag, o := range written {
 		out[at[tag]] = o
+	}
+	if !newEdits {
+		for tag, o := range written {
+			if o.Err != nil {
+				refused[at[tag]] = o.Err // named with its rev below
+			}
+		}
 	}
 	for i, d := range parsed {
 		switch {
@@ -166,6 +142,9 @@ func (g *Gateway) handleBulkDocs(rq *req, db string) error {
 			if !newEdits {
 				out[i].Rev = d.Rev // CouchDB names the replicated rev it refused
 			}
+		case strings.HasPrefix(ids[i], "_local/") && g.pol.CheckLocal(rq.ctx, rq.who(), db, ids[i]) != nil:
+			ce := toCouch(g.pol.CheckLocal(rq.ctx, rq.who(), db, ids[i]))
+			out[i] = coordinator.Outcome{Err: &pb.Error{Code: ce.code, Reason: ce.reason}}
 		case strings.HasPrefix(ids[i], "_local/") && !newEdits:
 			if _, err := g.putLocalReplicated(rq, db, ids[i], d); err != nil {
 				ce := toCouch(err)
@@ -348,11 +327,11 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 	// shard copy, not a goroutine and a request per doc
 	var reads []*pb.GetDoc
 	var readIdx []int
-	usersAdmin := db == usersDB && g.usersAdmin(rq)
+	rule := g.pol.ReadRule(rq.ctx, rq.who(), db)
 	for i := range items {
 		res, m := bulkGetPrepare(&items[i], o, latest, mp)
 		results[i] = res
-		if m != nil && db == usersDB && userMayRead(usersAdmin, rq.user, m.Id) != nil {
+		if m != nil && !rule.Visible(m.Id) {
 			// another user's doc is not there for this reader (CouchDB 3.5
 			// answers an internal_fabric_error for every item here)
 			res.code, res.reason, m = "not_found", "missing", nil

@@ -440,22 +440,8 @@ const (
 // writeOne writes a single doc and answers as CouchDB's PUT/POST/DELETE;
 // mp holds the attachment parts of a multipart/related PUT.
 func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.Related, newEdits bool, hdrs writeHeaders) error {
-	if db == usersDB {
-		var err error
-		if d, err = g.checkUserWrite(rq, id, d, newEdits); err != nil {
-			return err
-		}
-	}
 	if isDesign(id) {
-		if !d.Deleted {
-			if err := g.checkDesign(rq, db, id, d.Body); err != nil && !(newEdits && g.wouldConflict(rq, db, id, d)) {
-				return err
-			}
-		}
 		defer g.forgetDesigns(db) // a deleted one's function goes too
-	}
-	if err := g.validateWrite(rq, db, id, d, newEdits); err != nil {
-		return err
 	}
 	u, err := docUpdateMP(0, id, d, newEdits, mp)
 	if err != nil {
@@ -465,7 +451,7 @@ func (g *Gateway) writeOne(rq *req, db, id string, d *docjson.Doc, mp *couchdoc.
 		return err
 	}
 	w := quorumParam(rq, "w")
-	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, newEdits, w)
+	out, err := g.writeDocs(rq, db, []*pb.DocUpdate{u}, newEdits, w)
 	if err != nil {
 		return err
 	}
@@ -694,14 +680,6 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		rq.w.Header().Set("Location", g.base(rq)+"/"+couchEscape(db)+"/"+couchEscape(destID))
 		return g.writeJSON(rq, 201, okRev(destID, rev))
 	}
-	if db == usersDB {
-		if d, err = g.checkUserWrite(rq, destID, d, true); err != nil {
-			return err
-		}
-	}
-	if err := g.validateWrite(rq, db, destID, d, true); err != nil {
-		return err
-	}
 	u, err := docUpdate(0, destID, d, true)
 	if err != nil {
 		return err
@@ -713,7 +691,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 		}
 	}
 	u.HasAtts = len(u.Atts) > 0
-	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
+	out, err := g.writeDocs(rq, db, []*pb.DocUpdate{u}, true, 0)
 	if err != nil {
 		return err
 	}

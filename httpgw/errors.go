@@ -46,9 +46,7 @@ var (
 	errNotFoundBare  = &couchError{status: 404, code: "not found", noReason: true}
 	errDeleted       = newErr(404, "not_found", "deleted")
 	errConflict      = newErr(409, "conflict", "Document update conflict.")
-	errUnauthorized  = newErr(401, "unauthorized", "You are not authorized to access this db.")
 	errNotAdmin      = newErr(401, "unauthorized", "You are not a server admin.")
-	errForbidden     = newErr(403, "forbidden", "You are not allowed to access this db.")
 	errBadCType      = newErr(415, "bad_content_type", "Content-Type must be application/json")
 	errDBExists      = newErr(412, "file_exists", "The database could not be created, the file already exists.")
 	errTooLarge      = newErr(413, "too_large", "the request entity is too large")

@@ -48,7 +48,6 @@ func (g *Gateway) postForm(rq *req, db, id string) error {
 		return err
 	}
 	var u *pb.DocUpdate
-	var info *pb.FullDocInfo
 	var base *pb.RevBody
 	if form.hasDoc {
 		d, err := docjson.ParseDoc(form.doc)
@@ -56,9 +55,6 @@ func (g *Gateway) postForm(rq *req, db, id string) error {
 			return err
 		}
 		if err := revFromRequest(rq, d); err != nil {
-			return err
-		}
-		if err := g.validateWrite(rq, db, id, d, true); err != nil {
 			return err
 		}
 		if u, err = docUpdate(0, id, d, true); err != nil {
@@ -78,7 +74,7 @@ func (g *Gateway) postForm(rq *req, db, id string) error {
 		if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
 			return errMissingRev
 		}
-		info, base = r.Info, r.Bodies[0]
+		base = r.Bodies[0]
 		u = &pb.DocUpdate{Id: id, Rev: form.rev, Body: base.Json, Deleted: base.Deleted, HasAtts: true}
 		for _, a := range base.Atts {
 			u.Atts = append(u.Atts, &pb.Att{Name: a.Name, Stub: true})
@@ -99,12 +95,7 @@ func (g *Gateway) postForm(rq *req, db, id string) error {
 	if err := g.checkAttSizes(u.Atts); err != nil {
 		return err
 	}
-	if !form.hasDoc {
-		if err := g.validateAttWrite(rq, db, info, base, u); err != nil {
-			return err
-		}
-	}
-	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, w)
+	out, err := g.writeDocs(rq, db, []*pb.DocUpdate{u}, true, w)
 	if err != nil {
 		return err
 	}

@@ -326,7 +326,7 @@ func (g *Gateway) saveDDoc(rq *req, db string, doc []byte) error {
 		return err
 	}
 	if !d.Deleted {
-		if err := g.checkDesign(rq, db, d.ID, d.Body); err != nil {
+		if err := g.pol.CheckDesign(rq.ctx, db, d.ID, d.Body); err != nil {
 			return err
 		}
 	}

@@ -230,14 +230,11 @@ func (g *Gateway) saveUpdated(rq *req, db string, d *docjson.Doc) (string, error
 		}
 		defer g.forgetDesigns(db)
 	}
-	if err := g.validateWrite(rq, db, d.ID, d, true); err != nil {
-		return "", err
-	}
 	u, err := docUpdate(0, d.ID, d, true)
 	if err != nil {
 		return "", err
 	}
-	out, err := g.c.UpdateDocs(rq.ctx, db, []*pb.DocUpdate{u}, true, 0)
+	out, err := g.writeDocs(rq, db, []*pb.DocUpdate{u}, true, 0)
 	if err != nil {
 		return "", err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/policy"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/internal/couchpath"
 	"github.com/settee/settee/node"
@@ -76,6 +77,9 @@ type Config struct {
 	DBUpdates DBUpdates
 	// JS runs design-doc functions (JavaScript reduces of views).
 	JS *couchjs.Pool
+	// Policy decides what each user may write and read (nil: one is built
+	// over Coordinator, JS and Settings).
+	Policy *policy.Policy
 	// NodeKey signs the user of a /_node/<other> request forwarded to
 	// another member, and checks such requests (nodeproxy.go); derived
 	// from the cluster secret, nil on a node outside a cluster.
@@ -86,6 +90,7 @@ type Config struct {
 type Gateway struct {
 	cfg     Config
 	c       *coordinator.Coordinator
+	pol     *policy.Policy
 	dbs     Databases
 	log     *slog.Logger
 	welcome []byte // GET / is built once (seed 004)
@@ -94,7 +99,6 @@ type Gateway struct {
 	auth    *authenticator
 	// corsSnap is the CORS settings parsed from _config (cors.go)
 	corsSnap atomic.Pointer[corsSnapshot]
-	vdus     designCache[[]vduFn]      // validate_doc_update functions by database (validate.go)
 	mangoIdx designCache[[]mangoIndex] // Mango indexes by database (mangoidx.go)
 	// console is the web console at /_utils (console.go)
 	console http.Handler
@@ -148,6 +152,14 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, c: cfg.Coordinator, dbs: cfg.Databases, log: cfg.Logger,
 		server: "settee/" + cfg.Version}
 	g.findBufs.max, g.docBufs.max = maxFindBuf, maxPooledDoc
+	g.pol = cfg.Policy
+	if g.pol == nil {
+		var st policy.Settings
+		if cfg.Settings != nil {
+			st = cfg.Settings
+		}
+		g.pol = policy.New(policy.Config{Coordinator: cfg.Coordinator, JS: cfg.JS, Settings: st})
+	}
 	w, err := json.Marshal(map[string]any{
 		"couchdb": "Welcome",
 		"version": "3.5.2",
@@ -180,6 +192,7 @@ type req struct {
 	r    *http.Request
 	ctx  context.Context
 	user *User
+	subj *policy.Subject // user as the policy sees it (who)
 	// path segments, unescaped
 	segs []string
 	q    url.Values

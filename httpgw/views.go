@@ -12,7 +12,6 @@ import (
 	"github.com/settee/settee/collate"
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
-	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/views"
@@ -817,57 +816,6 @@ func (g *Gateway) handleDesignInfo(rq *req, db, ddocID string) error {
 		// the string collation's tables (CouchDB names its ICU's)
 		"collator_versions": []string{collate.TablesVersion},
 	}})
-}
-
-// checkDesign refuses a design doc CouchDB would refuse: function members
-// of the wrong JSON types (views.CheckFields), views that do not parse
-// (views.ParseDesign) or functions that do not compile (400
-// compilation_error).
-func (g *Gateway) checkDesign(rq *req, db, id string, body []byte) error {
-	if err := views.CheckFields(body); err != nil {
-		return err
-	}
-	def, err := views.ParseDesign(id, body)
-	if err != nil {
-		return err
-	}
-	if v, set := def.PartitionedOption(); set && v && !g.isPartitioned(rq, db) {
-		return newErr(400, "invalid_design_doc", "partitioned option cannot be true in a non-partitioned database.")
-	}
-	if def.Language != "javascript" || g.cfg.JS == nil {
-		return nil
-	}
-	compile := func(kind, view, src string) error {
-		err := g.cfg.JS.Compile(src)
-		var je *couchjs.Error
-		if errors.As(err, &je) {
-			prefix := "Compilation of the " + kind + " function in the '" + view + "' view failed: "
-			if !strings.HasPrefix(je.Reason, prefix) {
-				return newErr(400, "compilation_error", prefix+je.Reason)
-			}
-		}
-		return jsErr(err)
-	}
-	for _, v := range def.Views {
-		if err := compile("map", v.Name, v.Map); err != nil {
-			return err
-		}
-		if v.Reduce != "" && !strings.HasPrefix(strings.TrimSpace(v.Reduce), "_") {
-			if err := compile("reduce", v.Name, v.Reduce); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// jsErr is a JavaScript error as CouchDB answers it.
-func jsErr(err error) error {
-	var je *couchjs.Error
-	if errors.As(err, &je) {
-		return newErr(statusOf(je.Code), je.Code, je.Reason)
-	}
-	return err
 }
 
 // viewBody reads a POSTed query: a JSON object.
