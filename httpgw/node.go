@@ -32,6 +32,7 @@ func ForNode(s node.Services) (http.Handler, error) {
 		Replicator:      s.Replicator,
 		Metrics:         s.Metrics,
 		JS:              s.JS,
+		Policy:          s.Policy,
 		NodeKey:         s.NodeKey,
 	}
 	return New(cfg)

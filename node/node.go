@@ -22,6 +22,7 @@ import (
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/metrics"
 	"github.com/settee/settee/onewrite"
+	"github.com/settee/settee/policy"
 	"github.com/settee/settee/replicator"
 	"github.com/settee/settee/shard"
 	"github.com/settee/settee/smoosh"
@@ -48,6 +49,7 @@ type Node struct {
 	upd   *dbUpdates // the /_db_updates events (dbupdates.go)
 	coord *coordinator.Coordinator
 	js    *couchjs.Pool
+	pol   *policy.Policy
 	views *views.Service
 	srv   *http.Server
 	ln    net.Listener
@@ -107,6 +109,9 @@ type Services struct {
 	Logger          *slog.Logger
 	// JS runs design-doc functions (reduce, validate_doc_update, …).
 	JS *couchjs.Pool
+	// Policy decides what each user may write and read; the gateway and
+	// the replicator's local endpoints go through it.
+	Policy *policy.Policy
 	// NodeKey is derived from the cluster secret (nil outside a cluster):
 	// a request one member forwards to another as its user is signed
 	// with it.
@@ -220,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
 	n.js = couchjs.New(couchjs.Config{Timeout: 5 * time.Second, Logger: log})
+	n.pol = policy.New(policy.Config{Coordinator: n.coord, JS: n.js, Settings: n})
 	n.views = views.New(views.Config{DB: n.db, JS: n.js, Copies: n.cat, Logger: log, Go: n.reads.Go, SinceWrite: n.disk.SinceWrite, Tasks: n.tasks, Reclaim: n.disk.Reclaim,
 		BackgroundRefresh: n.ViewBackgroundRefresh})
 	if err := n.views.Register(n.sys); err != nil {
@@ -279,6 +285,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		RequestTimeout:  cfg.RequestTimeout,
 		Logger:          log,
 		JS:              n.js,
+		Policy:          n.pol,
 		NodeKey:         nodeKey(cfg.Cluster.Secret),
 	})
 	if err != nil {

@@ -51,7 +51,11 @@ func (n *Node) startReplicator() {
 		Create:     n.createForReplicator,
 		Owner:      owner,
 		Filters:    n.replicationFilter,
-		RetryBase:  n.cfg.ReplicatorRetryBase,
+		Policy:     n.pol,
+		IsServerAdmin: func(name string) bool {
+			return name != "" && n.ServerAdmin(name) != nil
+		},
+		RetryBase: n.cfg.ReplicatorRetryBase,
 		// [replicator] of _config (its flags the start values), read
 		// here only: a change takes effect at the next start
 		ConnectionTimeout: time.Duration(n.conf.intValue("replicator", "connection_timeout")) * time.Millisecond,

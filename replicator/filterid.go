@@ -127,7 +127,7 @@ func (s *Scheduler) fetchFilter(ctx context.Context, rep *Rep) error {
 	if rep.Filter == "" || rep.Source == nil {
 		return nil
 	}
-	src := s.endpoint(rep.Source, rep, s.connTimeout(rep))
+	src := s.endpoint(rep.Source, rep, nil, s.connTimeout(rep))
 	defer src.Close()
 	code, err := FetchFilterCode(ctx, src, endpointURI(rep.Source), rep.Filter)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/mango"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
 )
@@ -27,6 +28,10 @@ type LocalEndpoint struct {
 	c       *coordinator.Coordinator
 	create  CreateFunc
 	filters FilterFunc
+	// pol and who: writes pass the target's rules (VDUs, _users) as the
+	// job's user; nil pol only in tests that build an endpoint alone
+	pol *policy.Policy
+	who *policy.Subject
 }
 
 // FilterFunc makes the doc filter of a database's design-doc filter
@@ -42,6 +47,16 @@ func NewLocalEndpoint(c *coordinator.Coordinator, db string, create CreateFunc) 
 // WithFilters lets the endpoint run design-doc filters.
 func (e *LocalEndpoint) WithFilters(f FilterFunc) *LocalEndpoint {
 	e.filters = f
+	return e
+}
+
+// As makes the endpoint write as who, through the policy: a local target
+// applies its validate_doc_update functions and _users rules to what a
+// replication writes, as an HTTP one does. A job's who is a server admin
+// (see Scheduler.docSubject); without As, nil who acts as an anonymous
+// server admin.
+func (e *LocalEndpoint) As(p *policy.Policy, who *policy.Subject) *LocalEndpoint {
+	e.pol, e.who = p, who
 	return e
 }
 
@@ -281,7 +296,17 @@ func (e *LocalEndpoint) BulkDocs(ctx context.Context, docs [][]byte) (int, error
 		}
 		ups = append(ups, u)
 	}
-	out, err := e.c.UpdateDocs(ctx, e.db, ups, false, 0)
+	var out []coordinator.Outcome
+	var err error
+	if e.pol != nil {
+		who := e.who
+		if who == nil {
+			who = policy.Admin("")
+		}
+		out, err = e.pol.Write(ctx, who, e.db, ups, false, 0)
+	} else {
+		out, err = e.c.UpdateDocs(ctx, e.db, ups, false, 0)
+	}
 	if err != nil {
 		return 0, e.wrap(err)
 	}

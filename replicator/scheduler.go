@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/settee/settee/coordinator"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/tasks"
 )
@@ -53,6 +54,12 @@ type Config struct {
 	// Filters runs design-doc filters for this node's databases (nil: a
 	// replication with one from a local source fails).
 	Filters FilterFunc
+	// Policy is what writes to local databases pass, as the user a job
+	// runs as (nil: none, for tests that build a scheduler alone).
+	Policy *policy.Policy
+	// IsServerAdmin reports whether a _replicator doc's owner is a server
+	// admin: only such a job may name local databases (nil: nobody is).
+	IsServerAdmin func(name string) bool
 	// FilterRecheck is how often a running _replicator doc's design-doc
 	// filter is read again from its source, to find an edited function
 	// (0: a minute, as CouchDB's filter_backoff).
@@ -103,6 +110,9 @@ type entry struct {
 	waiters       []chan JobEvent
 	// filterChecked: when the doc's design-doc filter was last read
 	filterChecked time.Time
+	// who is the user the job runs as: its doc's owner, or the server
+	// admin who started a transient job
+	who *policy.Subject
 }
 
 // Start starts the scheduler and its _replicator watcher.
@@ -231,6 +241,24 @@ func (s *Scheduler) docChanged(id, rev string, deleted bool, body []byte) {
 	if len(id) > 0 && id[0] == '_' {
 		return // design docs
 	}
+	// a job runs as its doc's owner; local databases are reached without
+	// HTTP's checks, so only a server admin's job may name them (CouchDB
+	// 3 refuses local endpoints for everyone: local_endpoints_not_supported)
+	who := s.docSubject(body)
+	if !deleted && !who.ServerAdmin {
+		if rep, err := ParseRep(body); err == nil && (rep.Source.Local || rep.Target.Local) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if old := s.byDoc[id]; old != nil {
+				s.remove(old)
+			}
+			e := &entry{docID: id, docRev: rev, state: "failed", startTime: time.Now(),
+				errMsg: "local_endpoints_not_supported: the owner of a replication document with local databases must be a server admin; name them by URL, with credentials"}
+			e.event("crashed", e.errMsg)
+			s.byDoc[id] = e
+			return
+		}
+	}
 	// a design-doc filter's source is part of the id: read first, the
 	// scheduler not locked
 	code, fetchErr := s.docFilterCode(id, deleted, body)
@@ -288,7 +316,7 @@ func (s *Scheduler) docChanged(id, rev string, deleted bool, body []byte) {
 		return
 	}
 	e := &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, docID: id, docRev: rev, docBody: body,
-		state: "pending", startTime: time.Now(), stats: &pb.RepStats{}, filterChecked: time.Now()}
+		state: "pending", startTime: time.Now(), stats: &pb.RepStats{}, filterChecked: time.Now(), who: who}
 	e.event("added", "")
 	if st.State == "completed" {
 		e.state = "completed"
@@ -386,9 +414,19 @@ func (s *Scheduler) owned(e *entry) bool {
 	return e.docID == "" || s.cfg.Owner == nil || s.cfg.Owner(e.docID) == s.cfg.NodeName
 }
 
-func (s *Scheduler) endpoint(sp *Spec, rep *Rep, connTimeout time.Duration) Endpoint {
+// docSubject is the user a _replicator doc's job runs as: its owner, a
+// server admin or not.
+func (s *Scheduler) docSubject(body []byte) *policy.Subject {
+	owner := policy.Owner(body)
+	if s.cfg.IsServerAdmin != nil && s.cfg.IsServerAdmin(owner) {
+		return policy.Admin(owner)
+	}
+	return policy.NewSubject(owner, nil, false)
+}
+
+func (s *Scheduler) endpoint(sp *Spec, rep *Rep, who *policy.Subject, connTimeout time.Duration) Endpoint {
 	if sp.Local {
-		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create).WithFilters(s.cfg.Filters)
+		return NewLocalEndpoint(s.cfg.Coord, sp.URL, s.cfg.Create).WithFilters(s.cfg.Filters).As(s.cfg.Policy, who)
 	}
 	e := NewHTTPEndpoint(sp)
 	e.Log = s.cfg.Log
@@ -416,7 +454,7 @@ func (s *Scheduler) startJob(e *entry) {
 	gen := e.gen
 	ct := s.connTimeout(e.rep)
 	cfg := &jobConfig{rep: e.rep, repID: e.repID, baseID: e.baseID, docID: e.docID,
-		source: s.endpoint(e.rep.Source, e.rep, ct), target: s.endpoint(e.rep.Target, e.rep, ct), connTimeout: ct,
+		source: s.endpoint(e.rep.Source, e.rep, e.who, ct), target: s.endpoint(e.rep.Target, e.rep, e.who, ct), connTimeout: ct,
 		tasks: s.cfg.Tasks, log: s.cfg.Log, ctx: ctx, cancel: cancel}
 	cfg.report = func(ev JobEvent) { s.onEvent(e, gen, ev) }
 	s.started.Add(1)
