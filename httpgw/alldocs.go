@@ -10,6 +10,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -91,6 +92,9 @@ func (g *Gateway) handleAllDocs(rq *req, db, prefix, partition string, rest []st
 type rowOpts struct {
 	includeDocs bool
 	doc         couchdoc.Options
+	// rule is the reader's (package policy; nil for most): what it may
+	// see of a doc it includes
+	rule *policy.ReadRule
 }
 
 func (g *Gateway) parseRangeQuery(rq *req, prefix string) (coordinator.RangeQuery, *rowOpts, error) {
@@ -225,6 +229,7 @@ func clampPrefix(q *coordinator.RangeQuery, lo, hi string) {
 }
 
 func (g *Gateway) streamAllDocs(rq *req, db, prefix string, q coordinator.RangeQuery, o *rowOpts, keys []json.RawMessage, hasKeys, updateSeq bool, w *rowWriter) error {
+	o.rule = g.pol.ReadRule(rq.ctx, rq.who(), db)
 	var total, offset string
 	if prefix == "_local/" {
 		total, offset = "null", "null"
@@ -359,7 +364,7 @@ func (g *Gateway) appendRow(buf []byte, row *pb.Row, o *rowOpts, prefix string, 
 		if info.Deleted || row.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: row.Json, Atts: row.Atts, AttData: data}, &o.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Json: o.rule.Doc(row.Json), Atts: row.Atts, AttData: data}, &o.doc)
 		}
 	}
 	return append(buf, '}')

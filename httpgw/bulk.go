@@ -347,6 +347,13 @@ func (g *Gateway) handleBulkGet(rq *req, db string) error {
 			return err
 		}
 		for j, i := range readIdx {
+			if rule.Rewrites() && got[j].Reply != nil {
+				for _, b := range got[j].Reply.Bodies {
+					if !b.Missing {
+						b.Json = rule.Doc(b.Json)
+					}
+				}
+			}
 			results[i].finish(got[j].Reply, got[j].Err)
 		}
 	}

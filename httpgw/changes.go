@@ -12,6 +12,7 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/mango"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
 )
@@ -21,6 +22,9 @@ import (
 const DefaultChangesTimeout = 60 * time.Second
 
 type changesReq struct {
+	// rule is the reader's (package policy; nil for most): what it may
+	// see of a doc it includes
+	rule        *policy.ReadRule
 	feed        string
 	since       string
 	limit       int
@@ -255,6 +259,7 @@ func (g *Gateway) handleChanges(rq *req, db string) error {
 	if err != nil {
 		return err
 	}
+	c.rule = g.pol.ReadRule(rq.ctx, rq.who(), db)
 	since := c.since
 	if c.descending {
 		// fabric reads a descending feed from the end and never parses
@@ -586,7 +591,7 @@ func (g *Gateway) appendChange(buf []byte, r *coordinator.ChangeRow, seq string,
 		if r.Json == nil {
 			buf = append(buf, "null"...)
 		} else {
-			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: r.Json, Atts: r.Atts, AttData: data}, &c.doc)
+			buf = couchdoc.Append(buf, info.Id, info, &pb.RevBody{Rev: info.Winner, Deleted: info.Deleted, Json: c.rule.Doc(r.Json), Atts: r.Atts, AttData: data}, &c.doc)
 		}
 	}
 	return append(buf, '}')

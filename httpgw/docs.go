@@ -174,6 +174,12 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 		// couchdoc.Append copied each GET's body twice)
 		m.Render, m.RenderConflicts = true, o.Conflicts
 	}
+	// the reader's rule (package policy): in _replicator another
+	// owner's doc is shown without its credentials, so not as stored
+	rule := g.pol.ReadRule(rq.ctx, rq.who(), db)
+	if rule.Rewrites() {
+		m.Render = false
+	}
 	var r *pb.DocReply
 	if m.Render {
 		// rendered into a buffer of the pool's, not a doc-sized one
@@ -199,6 +205,9 @@ func (g *Gateway) getDoc(rq *req, db, id string) error {
 	rb := r.Bodies[0]
 	if len(m.Revs) == 0 && rb.Deleted {
 		return errDeleted
+	}
+	if rule.Rewrites() {
+		rb.Json = rule.Doc(rb.Json)
 	}
 	// CouchDB's doc has an ETag (and a 304) only when none of its meta
 	// members is rendered: revs_info and local_seq always are, conflicts
@@ -633,6 +642,18 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 			return err
 		}
 	}
+	// the source is read as the user reads it (package policy): another
+	// user's doc of _users is missing to it; the destination, written as a
+	// write of it is, _local docs of _users included
+	rule := g.pol.ReadRule(rq.ctx, rq.who(), db)
+	if err := rule.Allow(id); err != nil {
+		return err
+	}
+	if strings.HasPrefix(destID, "_local/") {
+		if err := g.pol.CheckLocal(rq.ctx, rq.who(), db, destID); err != nil {
+			return err
+		}
+	}
 	// the source: a doc (at ?rev=) with its attachments, or a local doc
 	// (by its id alone, as a GET reads one)
 	var src *pb.RevBody
@@ -665,7 +686,7 @@ func (g *Gateway) copyDoc(rq *req, db, id string) error {
 			return errDeleted
 		}
 	}
-	d := &docjson.Doc{Body: src.Json}
+	d := &docjson.Doc{Body: rule.Doc(src.Json)}
 	if destRev != "" {
 		d.Rev, d.HasRev = destRev, true
 	}

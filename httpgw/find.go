@@ -293,9 +293,26 @@ func (g *Gateway) runFind(rq *req, db string, q *findQuery) error {
 	var last *bookmark
 	// emit takes one candidate doc: matched, skipped, sent; false once
 	// the limit is reached
+	// the reader's rule (package policy): in _users its own doc alone, in
+	// _replicator others' docs without their credentials, applied before
+	// the selector sees a doc, as CouchDB's after_doc_read is
+	rule := g.pol.ReadRule(rq.ctx, rq.who(), db)
 	emit := func(doc map[string]any, render func() []byte, at bookmark) (bool, error) {
 		if limit <= 0 {
 			return false, nil
+		}
+		if rule != nil {
+			if !rule.Visible(at.id) {
+				return true, nil
+			}
+			if rule.Rewrites() && render != nil {
+				raw := rule.Doc(render())
+				var m map[string]any
+				if json.Unmarshal(raw, &m) != nil {
+					return true, nil
+				}
+				doc, render = m, func() []byte { return raw }
+			}
 		}
 		if !q.sel.Match(doc) {
 			return true, nil

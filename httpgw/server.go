@@ -20,11 +20,11 @@ import (
 
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/coordinator"
-	"github.com/settee/settee/policy"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/internal/couchpath"
 	"github.com/settee/settee/node"
 	"github.com/settee/settee/onewrite"
+	"github.com/settee/settee/policy"
 	"github.com/settee/settee/tasks"
 	"github.com/settee/settee/views"
 )

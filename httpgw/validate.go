@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/settee/settee/coordinator"
-	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/policy"
+	pb "github.com/settee/settee/proto"
 )
 
 // What a write must pass (validate_doc_update, the _users rules, design
