@@ -92,7 +92,7 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		rq.w.WriteHeader(200)
 		return nil
 	}
-	data, err := g.c.GetAtt(rq.ctx, db, id, meta.Digest)
+	data, err := g.c.GetAtt(rq.ctx, db, id, meta)
 	if err != nil {
 		return err
 	}
