@@ -76,6 +76,9 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		notModified(rq)
 		return nil
 	}
+	// the data is a user's, served from the API's origin: sandboxed
+	// (CouchDB's [csp] attachments_*), never sniffed (csp.go)
+	g.setAttachmentHeaders(h)
 	sendEncoded := meta.Encoding == "gzip" && acceptsGzip(rq.r.Header.Get("Accept-Encoding"))
 	if sendEncoded {
 		h.Set("Content-Encoding", "gzip")
