@@ -289,13 +289,16 @@ func (c *Coordinator) repair(db string, ref *pb.ShardRef, best *pb.DocReply) {
 	c.root.Send(c.pl.PID(ref), &pb.UpdateDocs{Docs: []*pb.DocUpdate{upd}, NewEdits: false})
 }
 
-// GetAtt reads attachment data by digest from the shard holding doc id.
-func (c *Coordinator) GetAtt(ctx context.Context, db, id, digest string) ([]byte, error) {
+// GetAtt reads the data of attachment a (a record of a revision of doc
+// id) from a copy of the shard holding the doc: by the SHA-256 of its
+// bytes the record names, or by its digest for a record an older settee
+// wrote (see shard's attKey).
+func (c *Coordinator) GetAtt(ctx context.Context, db, id string, a *pb.AttMeta) ([]byte, error) {
 	pid, err := c.docShard(ctx, db, id)
 	if err != nil {
 		return nil, err
 	}
-	r, err := actors.Ask[*pb.AttReply](ctx, c.root, pid, &pb.GetAtt{Digest: digest})
+	r, err := actors.Ask[*pb.AttReply](ctx, c.root, pid, &pb.GetAtt{Digest: a.Digest, Sha256: a.Sha256})
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: attachment: %w", err)
 	}

@@ -476,7 +476,7 @@ func (g *Gateway) attData(rq *req, db, id, rev string, atts []*pb.AttMeta, o *co
 	}
 	data := make([][]byte, len(atts))
 	for _, i := range want {
-		d, err := g.c.GetAtt(rq.ctx, db, id, atts[i].Digest)
+		d, err := g.c.GetAtt(rq.ctx, db, id, atts[i])
 		if err != nil {
 			// the copy asked may not hold it (yet): read the revision
 			// with its attachments, as GET /db/doc?rev= does

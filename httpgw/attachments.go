@@ -76,6 +76,9 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		notModified(rq)
 		return nil
 	}
+	// the data is a user's, served from the API's origin: sandboxed
+	// (CouchDB's [csp] attachments_*), never sniffed (csp.go)
+	g.setAttachmentHeaders(h)
 	sendEncoded := meta.Encoding == "gzip" && acceptsGzip(rq.r.Header.Get("Accept-Encoding"))
 	if sendEncoded {
 		h.Set("Content-Encoding", "gzip")
@@ -92,9 +95,14 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 		rq.w.WriteHeader(200)
 		return nil
 	}
-	data, err := g.c.GetAtt(rq.ctx, db, id, meta.Digest)
+	data, err := g.c.GetAtt(rq.ctx, db, id, meta)
 	if err != nil {
-		return err
+		// the copy asked may not hold it under the record's key (a record
+		// an older settee wrote, read from another copy): read the
+		// revision with its data, as rows do (attData)
+		if data = g.attOfRev(rq, db, id, r.Bodies[0].Rev, meta); data == nil {
+			return err
+		}
 	}
 	if !sendEncoded {
 		if data, err = couchdoc.Identity(meta, data); err != nil {
@@ -108,6 +116,21 @@ func (g *Gateway) getAtt(rq *req, db, id, name string) error {
 	}
 	rq.w.WriteHeader(200)
 	_, _ = rq.w.Write(data)
+	return nil
+}
+
+// attOfRev is the data of attachment meta read with revision rev of doc
+// id, nil when that read does not find the same attachment.
+func (g *Gateway) attOfRev(rq *req, db, id, rev string, meta *pb.AttMeta) []byte {
+	r, err := g.c.GetDoc(rq.ctx, db, &pb.GetDoc{Id: id, Revs: []string{rev}, WithAttsData: true})
+	if err != nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || len(r.Bodies[0].AttData) != len(r.Bodies[0].Atts) {
+		return nil
+	}
+	for i, a := range r.Bodies[0].Atts {
+		if a.Name == meta.Name && a.Digest == meta.Digest && a.Encoding == meta.Encoding {
+			return r.Bodies[0].AttData[i]
+		}
+	}
 	return nil
 }
 

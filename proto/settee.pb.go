@@ -208,6 +208,11 @@ type AttMeta struct {
 	Revpos        uint64                 `protobuf:"varint,5,opt,name=revpos,proto3" json:"revpos,omitempty"`
 	Encoding      string                 `protobuf:"bytes,6,opt,name=encoding,proto3" json:"encoding,omitempty"` // "gzip" when stored compressed
 	EncodedLength uint64                 `protobuf:"varint,7,opt,name=encoded_length,json=encodedLength,proto3" json:"encoded_length,omitempty"`
+	// sha256 is the SHA-256 of the stored bytes, computed by the shard that
+	// wrote them: the data is kept under att/sha256-<base64>, a key no other
+	// content can share (an MD5 collision could). Empty in records written
+	// before settee kept it: their data is under att/<digest>.
+	Sha256        []byte `protobuf:"bytes,8,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -289,6 +294,13 @@ func (x *AttMeta) GetEncodedLength() uint64 {
 		return x.EncodedLength
 	}
 	return 0
+}
+
+func (x *AttMeta) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
 }
 
 // BodyRecord is what body/<docid>/<rev> holds: the doc's JSON object without
@@ -1793,6 +1805,7 @@ func (x *DocInfosReply) GetError() *Error {
 type GetAtt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Digest        string                 `protobuf:"bytes,1,opt,name=digest,proto3" json:"digest,omitempty"`
+	Sha256        []byte                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"` // the AttMeta's, when it has one: the data's key
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1832,6 +1845,13 @@ func (x *GetAtt) GetDigest() string {
 		return x.Digest
 	}
 	return ""
+}
+
+func (x *GetAtt) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
 }
 
 type AttReply struct {
@@ -4122,7 +4142,7 @@ const file_settee_proto_rawDesc = "" +
 	"\x05nodes\x18\x02 \x03(\v2\x0f.settee.RevNodeR\x05nodes\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x18\n" +
 	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x16\n" +
-	"\x06winner\x18\x05 \x01(\tR\x06winner\"\xcb\x01\n" +
+	"\x06winner\x18\x05 \x01(\tR\x06winner\"\xe3\x01\n" +
 	"\aAttMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x16\n" +
@@ -4130,7 +4150,8 @@ const file_settee_proto_rawDesc = "" +
 	"\x06length\x18\x04 \x01(\x04R\x06length\x12\x16\n" +
 	"\x06revpos\x18\x05 \x01(\x04R\x06revpos\x12\x1a\n" +
 	"\bencoding\x18\x06 \x01(\tR\bencoding\x12%\n" +
-	"\x0eencoded_length\x18\a \x01(\x04R\rencodedLength\"E\n" +
+	"\x0eencoded_length\x18\a \x01(\x04R\rencodedLength\x12\x16\n" +
+	"\x06sha256\x18\b \x01(\fR\x06sha256\"E\n" +
 	"\n" +
 	"BodyRecord\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\x12#\n" +
@@ -4252,9 +4273,10 @@ const file_settee_proto_rawDesc = "" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\"_\n" +
 	"\rDocInfosReply\x12)\n" +
 	"\x05infos\x18\x01 \x03(\v2\x13.settee.FullDocInfoR\x05infos\x12#\n" +
-	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\" \n" +
+	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"8\n" +
 	"\x06GetAtt\x12\x16\n" +
-	"\x06digest\x18\x01 \x01(\tR\x06digest\"C\n" +
+	"\x06digest\x18\x01 \x01(\tR\x06digest\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\fR\x06sha256\"C\n" +
 	"\bAttReply\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12#\n" +
 	"\x05error\x18\x02 \x01(\v2\r.settee.ErrorR\x05error\"\xe4\x02\n" +

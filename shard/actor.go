@@ -116,7 +116,7 @@ type Actor struct {
 
 	stats *pb.ShardStats
 	// compacting is set while a compactor runs; keep collects the
-	// attachment digests written meanwhile (never swept by it).
+	// attachment keys (attKey) written meanwhile (never swept by it).
 	compacting bool
 	keep       map[string]bool
 	// compactQ is the compactor's batch waiting to commit (it has one
@@ -266,7 +266,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *pb.GetDocInfos:
 		a.async(ctx, func() proto.Message { return a.st.readDocInfos(m.Ids) })
 	case *pb.GetAtt:
-		a.async(ctx, func() proto.Message { return a.st.readAtt(m.Digest) })
+		a.async(ctx, func() proto.Message { return a.st.readAtt(m) })
 	case *pb.ReadRange:
 		a.async(ctx, func() proto.Message { return a.st.readRange(m) })
 	case *pb.ReadChanges:

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,7 +26,7 @@ type group struct {
 	// purgeLimit, when set, changes purged_infos_limit.
 	purgeLimit uint64
 	stats      *pb.ShardStats
-	// track collects the attachment digests written (compaction running);
+	// track collects the attachment keys (attKey) written (compaction running);
 	// keep holds those collected by earlier groups of the compaction.
 	track bool
 	keep  map[string]bool
@@ -58,7 +59,7 @@ type writer struct {
 	entries []wentry
 	// written estimates the bytes this group adds to badger (ShardStats).
 	written int64
-	// digests collects the attachment digests of the bodies written, when
+	// digests collects the attachment keys (attKey) of the bodies written, when
 	// track is set (a compaction is running and will sweep attachments).
 	track   bool
 	digests []string
@@ -282,7 +283,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	}
 
 	// attachments: resolve stubs against the parent (or nearest ancestor
-	// with a body), store new data content-addressed.
+	// with a body), store new data under the SHA-256 of its bytes.
 	var atts []*pb.AttMeta
 	var base *pb.BodyRecord
 	if d.HasAtts {
@@ -314,7 +315,11 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 			atts = append(atts, found)
 			continue
 		}
-		if err := w.set(s.k.att(a.Digest), a.Data); err != nil {
+		// the data's key is the SHA-256 of its bytes, computed here from
+		// the bytes themselves: never the MD5 digest (which another doc's
+		// colliding bytes share), nor anything the sender claims
+		sum := sha256.Sum256(a.Data)
+		if err := w.set(s.k.att(sha256Key(sum[:])), a.Data); err != nil {
 			return nil, err
 		}
 		length := a.Length
@@ -322,7 +327,8 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 			length = uint64(len(a.Data))
 		}
 		atts = append(atts, &pb.AttMeta{Name: a.Name, ContentType: a.ContentType, Digest: a.Digest,
-			Length: length, Revpos: attRevpos(a, newPos, newEdits), Encoding: a.Encoding, EncodedLength: a.EncodedLength})
+			Length: length, Revpos: attRevpos(a, newPos, newEdits), Encoding: a.Encoding, EncodedLength: a.EncodedLength,
+			Sha256: sum[:]})
 	}
 
 	meta.UpdateSeq++
@@ -359,7 +365,7 @@ func (s *store) applyDoc(w *writer, meta *pb.ShardMeta, d *pb.DocUpdate, newEdit
 	body := &pb.BodyRecord{Json: d.Body, Atts: atts}
 	if w.track {
 		for _, a := range atts {
-			w.digests = append(w.digests, a.Digest)
+			w.digests = append(w.digests, attKey(a))
 		}
 	}
 	bb, err := proto.Marshal(body)

@@ -26,7 +26,7 @@ import (
 // bodies (HasBody=false, so they read as missing and revs_info says
 // "missing"), and the tree is stemmed to _revs_limit. It reads nothing
 // else, except the leaf bodies' attachment lists when the shard holds
-// attachments (mark and sweep of att/<digest>). Records in an older
+// attachments (mark and sweep of att/<key>, see attKey). Records in an older
 // layout are rewritten: a by-seq record that is a copy of the whole tree
 // in the short form, protobuf records in the compact one (infocodec.go).
 //
@@ -114,7 +114,7 @@ type compactOp struct {
 // shutdown would wait for.
 type compactBatch struct {
 	ops   []compactOp
-	sweep []string // attachment digests no leaf refers to
+	sweep []string // attachment keys (attKey) no leaf refers to
 	final bool     // the walk is over: reset the file size estimate
 	done  chan compactBatchDone
 }
@@ -499,14 +499,15 @@ func (c *compactor) mark(txn *badger.Txn, info *pb.FullDocInfo, marked map[strin
 			continue
 		}
 		for _, a := range b.Atts {
-			marked[a.Digest] = true
+			marked[attKey(a)] = true
 		}
 	}
 	return nil
 }
 
-// attDigests lists the digests of the shard's stored attachments (keys
-// only).
+// attDigests lists the keys of the shard's stored attachment data (attKey:
+// sha256-<base64>, or md5-<base64> for data an older settee stored), read
+// from the keys only.
 func (s *store) attDigests() (map[string]bool, error) {
 	out := map[string]bool{}
 	prefix := s.k.attPrefix()

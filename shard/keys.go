@@ -1,7 +1,10 @@
 package shard
 
 import (
+	"encoding/base64"
 	"encoding/binary"
+
+	pb "github.com/settee/settee/proto"
 )
 
 // Record kinds, the byte after the 4-byte shard handle.
@@ -10,7 +13,7 @@ const (
 	kindSeq   = 's' // seq/<u64 BE>      -> FullDocInfo (copy, seed 002)
 	kindBody  = 'b' // body/<docid><rev> -> BodyRecord
 	kindLocal = 'l' // local/<docid>     -> LocalDoc
-	kindAtt   = 'a' // att/<digest>      -> raw bytes
+	kindAtt   = 'a' // att/sha256-<b64>  -> raw bytes (att/md5-<b64>: older settee)
 	kindMeta  = 'm' // meta              -> ShardMeta
 	kindStats = 'x' // stats             -> ShardStats
 	kindPurge = 'p' // purge/<u64 BE>    -> PurgeInfo
@@ -67,8 +70,26 @@ func (k keys) local(docid string) []byte {
 
 func (k keys) localPrefix() []byte { return k.kind(kindLocal, 0) }
 
-func (k keys) att(digest string) []byte {
-	return append(k.kind(kindAtt, len(digest)), digest...)
+// att is the key of attachment data named by an attachment key (attKey).
+func (k keys) att(key string) []byte {
+	return append(k.kind(kindAtt, len(key)), key...)
+}
+
+// attKey names an attachment's data: "sha256-<base64>" of the stored
+// bytes, or, for a record written before settee kept the SHA-256, its
+// digest ("md5-<base64>"), under which the older settee stored it. The
+// MD5 digest alone must not name new data: two attachments whose bytes
+// collide under MD5 (a collision takes seconds to make) would share one
+// key, and the second write would replace the bytes the first doc serves.
+func attKey(a *pb.AttMeta) string {
+	if len(a.Sha256) > 0 {
+		return sha256Key(a.Sha256)
+	}
+	return a.Digest
+}
+
+func sha256Key(sum []byte) string {
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum)
 }
 
 func (k keys) meta() []byte { return k.kind(kindMeta, 0) }

@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -136,8 +138,33 @@ func (s *store) body(txn *badger.Txn, id, rev string) (*pb.BodyRecord, error) {
 	return b, nil
 }
 
-func (s *store) attData(txn *badger.Txn, digest string) ([]byte, error) {
-	it, err := txn.Get(s.k.att(digest))
+// attData reads an attachment's data: under the SHA-256 its record names
+// (sum), or, for a record written before settee kept one, under its
+// digest, where the older settee stored it (attKey).
+func (s *store) attData(txn *badger.Txn, digest string, sum []byte) ([]byte, error) {
+	if len(sum) == 0 {
+		return s.attValue(txn, digest)
+	}
+	d, err := s.attValue(txn, sha256Key(sum))
+	if !errors.Is(err, badger.ErrKeyNotFound) {
+		return d, err
+	}
+	// a record from another copy (GetAtt) that this copy stored before it
+	// kept SHA-256 keys: the data under the digest is the record's only if
+	// it has the record's SHA-256 (else it may be another doc's colliding
+	// bytes)
+	d, err = s.attValue(txn, digest)
+	if err != nil {
+		return nil, err
+	}
+	if got := sha256.Sum256(d); !bytes.Equal(got[:], sum) {
+		return nil, badger.ErrKeyNotFound
+	}
+	return d, nil
+}
+
+func (s *store) attValue(txn *badger.Txn, key string) ([]byte, error) {
+	it, err := txn.Get(s.k.att(key))
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +272,7 @@ func (s *store) readRev(txn *badger.Txn, info *pb.FullDocInfo, rs string, m *pb.
 		rb := &pb.RevBody{Rev: rev, Deleted: n.Deleted, Json: b.Json, Atts: b.Atts}
 		if m.WithAttsData {
 			for _, a := range b.Atts {
-				d, err := s.attData(txn, a.Digest)
+				d, err := s.attData(txn, a.Digest, a.Sha256)
 				if err != nil {
 					return nil, fmt.Errorf("attachment %s: %w", a.Name, err)
 				}
@@ -278,10 +305,10 @@ func (s *store) readDocInfos(ids []string) *pb.DocInfosReply {
 	return reply
 }
 
-func (s *store) readAtt(digest string) *pb.AttReply {
+func (s *store) readAtt(m *pb.GetAtt) *pb.AttReply {
 	reply := &pb.AttReply{}
 	err := s.db.View(func(txn *badger.Txn) error {
-		d, err := s.attData(txn, digest)
+		d, err := s.attData(txn, m.Digest, m.Sha256)
 		reply.Data = d
 		return err
 	})
