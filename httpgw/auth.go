@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/settee/settee/auth"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/rights"
 )
 
 // User is the authenticated user of a request (nil: anonymous).
@@ -231,11 +231,26 @@ func (a *authenticator) userDoc(rq *req, name string, everyCopy bool) (*auth.Cre
 	if reply.Info == nil || reply.Info.Deleted || len(reply.Bodies) == 0 || reply.Bodies[0].Missing {
 		return nil, nil
 	}
-	var cred auth.Credential
-	if err := json.Unmarshal(reply.Bodies[0].Json, &cred); err != nil {
+	return credentialOf(reply.Bodies[0].Json)
+}
+
+// credentialOf reads a stored user doc as the write rules read it
+// (rights.ParseUserDoc: exact member names, a repeated one's last value):
+// its password hash, and its roles by the rule that checked them
+// (rights.UserDoc.Roles). A doc whose roles are not a list of strings,
+// which those rules refuse, logs no one in (nil).
+func credentialOf(body []byte) (*auth.Credential, error) {
+	doc, err := rights.ParseUserDoc(body)
+	if err != nil {
 		return nil, err
 	}
-	return &cred, nil
+	roles, err := doc.Roles()
+	if err != nil {
+		return nil, nil
+	}
+	c := doc.Credential()
+	return &auth.Credential{Name: c.Name, Roles: roles, Scheme: c.Scheme, PRF: c.PRF,
+		Salt: c.Salt, Iterations: c.Iterations, DerivedKey: c.DerivedKey}, nil
 }
 
 // cookie: base64url("name:hexTime:hmac"), the hmac keyed by the secret
@@ -422,18 +437,16 @@ func (g *Gateway) setSessionCookie(rq *req, c *authConf, v string) {
 	rq.w.Header().Set("Set-Cookie", b.String())
 }
 
-// security is a database's _security object.
+// security is a database's _security object, as package rights reads
+// it (exact member names, a repeated one's last value).
 type security struct {
-	Admins  principals `json:"admins"`
-	Members principals `json:"members"`
+	Admins  principals
+	Members principals
 }
 
-type principals struct {
-	Names []string `json:"names"`
-	Roles []string `json:"roles"`
-}
+type principals rights.Principals
 
-func (p principals) empty() bool { return len(p.Names) == 0 && len(p.Roles) == 0 }
+func (p principals) empty() bool { return rights.Principals(p).Empty() }
 
 func (p principals) match(u *User) bool {
 	if u == nil {
@@ -455,13 +468,11 @@ func (g *Gateway) loadSecurity(rq *req, db string) (*security, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s security
-	if len(info.Meta.Security) > 0 {
-		if err := json.Unmarshal(info.Meta.Security, &s); err != nil {
-			return nil, err
-		}
+	rs, err := rights.ParseSecurity(info.Meta.Security)
+	if err != nil {
+		return nil, err
 	}
-	return &s, nil
+	return &security{Admins: principals(rs.Admins), Members: principals(rs.Members)}, nil
 }
 
 // requireMember checks read/write access to db's documents.

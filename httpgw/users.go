@@ -11,6 +11,7 @@ import (
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
+	"github.com/settee/settee/rights"
 )
 
 // The _users database as CouchDB 3.5 has it (couch_users_db and
@@ -88,8 +89,8 @@ func (g *Gateway) checkUserWrite(rq *req, id string, d *docjson.Doc, newEdits bo
 	if err != nil {
 		return nil, err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(d.Body, &doc); err != nil {
+	doc, err := rights.ParseUserDoc(d.Body)
+	if err != nil {
 		return nil, errInvalidJSON
 	}
 	old, err := g.parentUserDoc(rq, id, d, newEdits)
@@ -110,7 +111,7 @@ func (g *Gateway) checkUserWrite(rq *req, id string, d *docjson.Doc, newEdits bo
 // rules compare with (CouchDB's oldDoc): the _rev it names, or with
 // new_edits=false the parent its _revisions names; nil when there is
 // none, it is deleted or this database does not have it.
-func (g *Gateway) parentUserDoc(rq *req, id string, d *docjson.Doc, newEdits bool) (map[string]any, error) {
+func (g *Gateway) parentUserDoc(rq *req, id string, d *docjson.Doc, newEdits bool) (*rights.UserDoc, error) {
 	parent := ""
 	switch {
 	case newEdits && d.HasRev:
@@ -131,11 +132,7 @@ func (g *Gateway) parentUserDoc(rq *req, id string, d *docjson.Doc, newEdits boo
 	if len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
 		return nil, nil
 	}
-	var m map[string]any
-	if err := json.Unmarshal(r.Bodies[0].Json, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return rights.ParseUserDoc(r.Bodies[0].Json)
 }
 
 // hashUserPassword replaces a plain "password" with its PBKDF2 hash
