@@ -387,17 +387,28 @@ func (g *Gateway) handleSession(rq *req) error {
 		u, err := g.auth.login(rq, name, pw, true)
 		if err != nil {
 			// CouchDB clears the session on a failed login, and sends a
-			// client that asked (?fail=) where it asked
+			// client that asked (?fail=) where it asked: a path of this
+			// server, never another's
 			g.setSessionCookie(rq, c, "")
-			if fail := rq.q.Get("fail"); fail != "" && strings.HasPrefix(fail, "/") {
-				rq.w.Header().Set("Location", g.base(rq)+fail)
+			if fail, ok := rq.q["fail"]; ok {
+				loc, err := g.sessionRedirect(rq, fail[0])
+				if err != nil {
+					return err
+				}
+				rq.w.Header().Set("Location", loc)
 				return g.writeJSON(rq, 302, map[string]string{"error": "unauthorized", "reason": "Name or password is incorrect."})
 			}
 			return err
 		}
+		loc := ""
+		if next, ok := rq.q["next"]; ok {
+			if loc, err = g.sessionRedirect(rq, next[0]); err != nil {
+				return err // no session either, as CouchDB
+			}
+		}
 		g.setSessionCookie(rq, c, g.auth.makeCookie(c, u.Name, g.auth.saltOf(rq, u.Name), time.Now()))
-		if next := rq.q.Get("next"); next != "" && strings.HasPrefix(next, "/") {
-			rq.w.Header().Set("Location", next)
+		if loc != "" {
+			rq.w.Header().Set("Location", loc)
 			return g.writeJSON(rq, 302, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
 		}
 		return g.writeJSON(rq, 200, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
@@ -406,6 +417,23 @@ func (g *Gateway) handleSession(rq *req) error {
 		return g.writeJSON(rq, 200, okBody)
 	}
 	return methodNotAllowed("GET,HEAD,POST,DELETE")
+}
+
+// errNotPath is CouchDB's answer to a ?next= or ?fail= that is not a
+// path (empty, relative, or a URL).
+var errNotPath = badRequest("path must begin with a /.")
+
+// sessionRedirect is the Location of POST /_session?next= (or ?fail=)
+// as CouchDB 3.5 makes it: the path appended to this server's own base
+// URL, so "//evil.example/x" is http://host//evil.example/x, a path on
+// this server, not a network-path reference to another; a value that
+// does not begin with "/" is refused (400). A CR or LF in it never
+// splits the header: net/http writes them as spaces.
+func (g *Gateway) sessionRedirect(rq *req, path string) (string, error) {
+	if !strings.HasPrefix(path, "/") {
+		return "", errNotPath
+	}
+	return g.base(rq) + path, nil
 }
 
 // setSessionCookie sets AuthSession as CouchDB (mochiweb) writes it:
