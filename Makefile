@@ -50,6 +50,7 @@ fuzz:
 	go test ./docjson/ -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME)
 	go test ./docjson/ -run '^$$' -fuzz '^FuzzWalker$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 3s
 	go test ./auth/ -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME)
+	go test ./rights/ -run '^$$' -fuzz '^FuzzUserDocRoles$$' -fuzztime $(FUZZTIME)
 	go test ./revtree/ -run '^$$' -fuzz '^FuzzParseRev$$' -fuzztime $(FUZZTIME)
 	go test ./shard/ -run '^$$' -fuzz '^FuzzDecodeInfo$$' -fuzztime $(FUZZTIME)
 	go test ./shard/ -run '^$$' -fuzz '^FuzzAliasBodyRecord$$' -fuzztime $(FUZZTIME)

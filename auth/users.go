@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/settee/settee/rights"
 )
 
 // The _users database's rules, as CouchDB 3.5 applies them to every write
@@ -41,64 +43,52 @@ type Writer struct {
 
 // ValidateUserDoc checks a write of newDoc over oldDoc (nil: the doc is
 // new) in _users, as _design/_auth's validate_doc_update does; newDoc has
-// its password hashed already. deleted is the write's _deleted.
-func ValidateUserDoc(id string, newDoc, oldDoc map[string]any, deleted bool, w Writer) error {
+// its password hashed already. deleted is the write's _deleted. Both docs
+// are read by package rights, which the login reads them with too: the
+// roles checked here (rights.UserDoc.Roles) are the roles a login grants.
+func ValidateUserDoc(id string, newDoc, oldDoc *rights.UserDoc, deleted bool, w Writer) error {
+	oldName, _ := oldDoc.String("name")
 	if deleted {
-		oldName, _ := oldDoc["name"].(string)
 		if w.Admin || slices.Contains(w.Roles, "_admin") || (oldDoc != nil && w.Name == oldName) {
 			return nil
 		}
 		return forbid("Only admins may delete other user docs.")
 	}
-	if t, _ := newDoc["type"].(string); t != "user" {
+	if t, _ := newDoc.String("type"); t != "user" {
 		return forbid("doc.type must be user")
 	}
-	name, isString := newDoc["name"].(string)
-	if !truthy(newDoc["name"]) {
+	name, isString := newDoc.String("name")
+	if !rights.Truthy(newDoc.Value("name")) {
 		return forbid("doc.name is required")
 	}
 	if !isString {
 		// JavaScript would fail on the string methods below
 		return forbid("doc.name must be a string")
 	}
-	rolesV := newDoc["roles"]
-	if !truthy(rolesV) {
-		return forbid("doc.roles must exist")
-	}
-	list, ok := rolesV.([]any)
-	if !ok {
-		return forbid("doc.roles must be an array")
-	}
-	roles := make([]string, len(list))
-	for i, r := range list {
-		s, ok := r.(string)
-		if !ok {
-			return forbid("doc.roles can only contain strings")
-		}
-		roles[i] = s
+	roles, err := newDoc.Roles()
+	if err != nil {
+		return forbid(err.Error())
 	}
 	if id != UserDocPrefix+name {
 		return forbid("Doc ID must be of the form org.couchdb.user:name")
 	}
-	if oldDoc != nil {
-		if oldName, _ := oldDoc["name"].(string); oldName != name {
-			return forbid("Usernames can not be changed.")
-		}
+	if oldDoc != nil && oldName != name {
+		return forbid("Usernames can not be changed.")
 	}
-	if truthy(newDoc["password_sha"]) && !truthy(newDoc["salt"]) {
+	if rights.Truthy(newDoc.Value("password_sha")) && !rights.Truthy(newDoc.Value("salt")) {
 		return forbid("Users with password_sha must have a salt.See /_utils/script/couch.js for example code.")
 	}
-	if v, ok := newDoc["password_scheme"]; ok && truthy(v) {
+	if v, ok := newDoc.Get("password_scheme"); ok && rights.Truthy(v) {
 		s, _ := v.(string)
 		if s != "simple" && s != "pbkdf2" && s != "simple+pbkdf2" {
 			return forbid("Password scheme `" + jsString(v) + "` not supported.")
 		}
 	}
-	if s, _ := newDoc["password_scheme"].(string); s == "pbkdf2" {
-		if _, ok := newDoc["iterations"].(float64); !ok {
+	if s, _ := newDoc.String("password_scheme"); s == "pbkdf2" {
+		if _, ok := newDoc.Value("iterations").(float64); !ok {
 			return forbid("iterations must be a number.")
 		}
-		if _, ok := newDoc["derived_key"].(string); !ok {
+		if _, ok := newDoc.String("derived_key"); !ok {
 			return forbid("derived_key must be a string.")
 		}
 	}
@@ -107,13 +97,9 @@ func ValidateUserDoc(id string, newDoc, oldDoc map[string]any, deleted bool, w W
 			if w.Name != name {
 				return forbid("You may only update your own user document.")
 			}
-			var old []string
-			if l, ok := oldDoc["roles"].([]any); ok {
-				for _, r := range l {
-					s, _ := r.(string)
-					old = append(old, s)
-				}
-			}
+			// the old doc passed these rules when it was written; one
+			// that did not (roles not a list) has no roles to keep
+			old, _ := oldDoc.Roles()
 			slices.Sort(old)
 			nr := slices.Sorted(slices.Values(roles))
 			if !slices.Equal(old, nr) {
@@ -135,21 +121,6 @@ func ValidateUserDoc(id string, newDoc, oldDoc map[string]any, deleted bool, w W
 		return forbid("Character `:` is not allowed in usernames.")
 	}
 	return nil
-}
-
-// truthy is JavaScript's truth of a decoded JSON value.
-func truthy(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return t
-	case float64:
-		return t != 0
-	case string:
-		return t != ""
-	}
-	return true
 }
 
 // jsString is a value as JavaScript's string concatenation shows it.

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/settee/settee/auth"
 	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/rights"
 )
 
 // User is the authenticated user of a request (nil: anonymous).
@@ -232,11 +232,26 @@ func (a *authenticator) userDoc(rq *req, name string, everyCopy bool) (*auth.Cre
 	if reply.Info == nil || reply.Info.Deleted || len(reply.Bodies) == 0 || reply.Bodies[0].Missing {
 		return nil, nil
 	}
-	var cred auth.Credential
-	if err := json.Unmarshal(reply.Bodies[0].Json, &cred); err != nil {
+	return credentialOf(reply.Bodies[0].Json)
+}
+
+// credentialOf reads a stored user doc as the write rules read it
+// (rights.ParseUserDoc: exact member names, a repeated one's last value):
+// its password hash, and its roles by the rule that checked them
+// (rights.UserDoc.Roles). A doc whose roles are not a list of strings,
+// which those rules refuse, logs no one in (nil).
+func credentialOf(body []byte) (*auth.Credential, error) {
+	doc, err := rights.ParseUserDoc(body)
+	if err != nil {
 		return nil, err
 	}
-	return &cred, nil
+	roles, err := doc.Roles()
+	if err != nil {
+		return nil, nil
+	}
+	c := doc.Credential()
+	return &auth.Credential{Name: c.Name, Roles: roles, Scheme: c.Scheme, PRF: c.PRF,
+		Salt: c.Salt, Iterations: c.Iterations, DerivedKey: c.DerivedKey}, nil
 }
 
 // cookie: base64url("name:hexTime:hmac"), the hmac keyed by the secret
@@ -373,17 +388,28 @@ func (g *Gateway) handleSession(rq *req) error {
 		u, err := g.auth.login(rq, name, pw, true)
 		if err != nil {
 			// CouchDB clears the session on a failed login, and sends a
-			// client that asked (?fail=) where it asked
+			// client that asked (?fail=) where it asked: a path of this
+			// server, never another's
 			g.setSessionCookie(rq, c, "")
-			if fail := rq.q.Get("fail"); fail != "" && strings.HasPrefix(fail, "/") {
-				rq.w.Header().Set("Location", g.base(rq)+fail)
+			if fail, ok := rq.q["fail"]; ok {
+				loc, err := g.sessionRedirect(rq, fail[0])
+				if err != nil {
+					return err
+				}
+				rq.w.Header().Set("Location", loc)
 				return g.writeJSON(rq, 302, map[string]string{"error": "unauthorized", "reason": "Name or password is incorrect."})
 			}
 			return err
 		}
+		loc := ""
+		if next, ok := rq.q["next"]; ok {
+			if loc, err = g.sessionRedirect(rq, next[0]); err != nil {
+				return err // no session either, as CouchDB
+			}
+		}
 		g.setSessionCookie(rq, c, g.auth.makeCookie(c, u.Name, g.auth.saltOf(rq, u.Name), time.Now()))
-		if next := rq.q.Get("next"); next != "" && strings.HasPrefix(next, "/") {
-			rq.w.Header().Set("Location", next)
+		if loc != "" {
+			rq.w.Header().Set("Location", loc)
 			return g.writeJSON(rq, 302, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
 		}
 		return g.writeJSON(rq, 200, map[string]any{"ok": true, "name": u.Name, "roles": u.Roles})
@@ -392,6 +418,23 @@ func (g *Gateway) handleSession(rq *req) error {
 		return g.writeJSON(rq, 200, okBody)
 	}
 	return methodNotAllowed("GET,HEAD,POST,DELETE")
+}
+
+// errNotPath is CouchDB's answer to a ?next= or ?fail= that is not a
+// path (empty, relative, or a URL).
+var errNotPath = badRequest("path must begin with a /.")
+
+// sessionRedirect is the Location of POST /_session?next= (or ?fail=)
+// as CouchDB 3.5 makes it: the path appended to this server's own base
+// URL, so "//evil.example/x" is http://host//evil.example/x, a path on
+// this server, not a network-path reference to another; a value that
+// does not begin with "/" is refused (400). A CR or LF in it never
+// splits the header: net/http writes them as spaces.
+func (g *Gateway) sessionRedirect(rq *req, path string) (string, error) {
+	if !strings.HasPrefix(path, "/") {
+		return "", errNotPath
+	}
+	return g.base(rq) + path, nil
 }
 
 // setSessionCookie sets AuthSession as CouchDB (mochiweb) writes it:

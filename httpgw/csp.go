@@ -40,6 +40,17 @@ func (g *Gateway) cspPolicy(component, def string) (string, bool) {
 	return def, true
 }
 
+// setShowListCSP sets a _show's or _list's Content-Security-Policy
+// ([csp] showlist_*) over any the function's own headers name, as
+// CouchDB's keystore does: a design doc's function, written by a database
+// admin, must not lift the sandbox from what it renders for a server
+// admin.
+func (g *Gateway) setShowListCSP(h http.Header) {
+	if v, ok := g.cspPolicy(cspShowList, cspSandbox); ok {
+		h.Set("Content-Security-Policy", v)
+	}
+}
+
 // setAttachmentHeaders sets the headers of an attachment answer that
 // carries its data or its data's headers (GET, HEAD, ranges): CouchDB's
 // Content-Security-Policy ([csp] attachments_*), and, settee's addition,

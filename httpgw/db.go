@@ -3,6 +3,7 @@ package httpgw
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/settee/settee/docjson"
 	"github.com/settee/settee/node"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/rights"
 	"github.com/settee/settee/views"
 )
 
@@ -327,22 +329,20 @@ func (g *Gateway) handleSecurity(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		var s map[string]json.RawMessage
-		if err := json.Unmarshal(b, &s); err != nil {
+		// read as every check reads it (package rights: exact names, a
+		// repeated one's last value), and stored as CouchDB stores it,
+		// each repeated name once, so GET _security shows what is granted
+		if !docjson.Valid(b) {
 			return errInvalidJSON
 		}
-		for _, k := range []string{"admins", "members"} {
-			if v, ok := s[k]; ok {
-				var p struct {
-					Names []string `json:"names"`
-					Roles []string `json:"roles"`
-				}
-				if err := json.Unmarshal(v, &p); err != nil {
-					return badRequest(k + " must be a JSON object with string arrays names and roles")
-				}
+		if _, err := rights.ParseSecurity(b); err != nil {
+			var se *rights.SecurityError
+			if errors.As(err, &se) {
+				return badRequest(se.Member + " must be a JSON object with string arrays names and roles")
 			}
+			return errInvalidJSON
 		}
-		compact, err := docjson.Compact(nil, b)
+		compact, err := rights.Dedupe(b)
 		if err != nil {
 			return errInvalidJSON
 		}

@@ -64,6 +64,11 @@ func (g *Gateway) handleLocal(rq *req, db, id string) error {
 		if err := checkDocQuery(rq); err != nil {
 			return err
 		}
+		// an id of invalid UTF-8 is CouchDB's 400 illegal_docid (it
+		// would not even cross to the shard: protobuf strings are UTF-8)
+		if err := checkDocID(id); err != nil {
+			return err
+		}
 		d, err := g.readDocBody(rq, g.maxDocumentSize()+1)
 		if err != nil {
 			return err

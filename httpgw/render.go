@@ -75,8 +75,8 @@ func (g *Gateway) writeJSResponse(rq *req, resp *couchjs.Response, defaultCode i
 	if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "text/html; charset=utf-8")
 	}
-	if !resp.JSON && h.Get("Content-Security-Policy") == "" {
-		h.Set("Content-Security-Policy", "sandbox")
+	if !resp.JSON {
+		g.setShowListCSP(h) // CouchDB sends none with a json answer
 	}
 	code := resp.Code
 	if code == 0 {
@@ -315,7 +315,7 @@ func (g *Gateway) handleList(rq *req, db, ddocID string, rest []string) error {
 	// the status line waits for the first chunk with content: a function
 	// that fails before sending anything is answered 500 (CouchDB's
 	// answer too), with the headers start() gave
-	lw := &listWriter{rq: rq}
+	lw := &listWriter{rq: rq, g: g}
 	err = g.cfg.JS.DDoc(ddoc).ListStream(ctx, src, head, jreq, next, lw.start, lw.send)
 	cancel()
 	verr := <-viewDone
@@ -379,6 +379,7 @@ func (f *listFeed) row(b []byte) error {
 // before the first chunk with content, the chunks as they come.
 type listWriter struct {
 	rq   *req
+	g    *Gateway
 	resp *couchjs.Response
 	sent bool
 }
@@ -403,9 +404,7 @@ func (w *listWriter) commit() {
 	if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "application/json")
 	}
-	if h.Get("Content-Security-Policy") == "" {
-		h.Set("Content-Security-Policy", "sandbox")
-	}
+	w.g.setShowListCSP(h)
 	w.rq.w.WriteHeader(code)
 	w.sent = true
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/auth"
+	"github.com/settee/settee/rights"
 	"github.com/settee/settee/smoosh"
 	"github.com/settee/settee/storage"
 )
@@ -592,7 +593,7 @@ func (n *Node) loadAdmins(start *auth.Credential) {
 
 // adminHashPrefix is how CouchDB 3.5 writes an admin's PBKDF2-SHA256 hash:
 // -pbkdf2:sha256-<derived key>,<salt>,<iterations>.
-const adminHashPrefix = "-pbkdf2:sha256-"
+const adminHashPrefix = rights.AdminHashPrefix
 
 func formatAdmin(c *auth.Credential) string {
 	prefix := adminHashPrefix
@@ -602,27 +603,14 @@ func formatAdmin(c *auth.Credential) string {
 	return prefix + c.DerivedKey + "," + c.Salt + "," + strconv.Itoa(c.Iterations)
 }
 
-// parseAdmin reads a stored admin hash (CouchDB's -pbkdf2:sha256- and the
-// older -pbkdf2- of SHA-1); nil when it is neither.
+// parseAdmin reads a stored admin hash (rights.ParseConfigAdmin: CouchDB's
+// -pbkdf2:sha256- and the older -pbkdf2- of SHA-1); nil when it is neither.
 func parseAdmin(name, v string) *auth.Credential {
-	prf, rest := "sha256", ""
-	switch {
-	case strings.HasPrefix(v, adminHashPrefix):
-		rest = v[len(adminHashPrefix):]
-	case strings.HasPrefix(v, "-pbkdf2-"):
-		prf, rest = "sha1", v[len("-pbkdf2-"):]
-	default:
+	c, ok := rights.ParseConfigAdmin(name, v)
+	if !ok {
 		return nil
 	}
-	parts := strings.Split(rest, ",")
-	if len(parts) != 3 {
-		return nil
-	}
-	it, err := strconv.Atoi(parts[2])
-	if err != nil || it <= 0 {
-		return nil
-	}
-	return &auth.Credential{Name: name, Scheme: "pbkdf2", PRF: prf, DerivedKey: parts[0], Salt: parts[1], Iterations: it}
+	return &auth.Credential{Name: c.Name, Scheme: c.Scheme, PRF: c.PRF, DerivedKey: c.DerivedKey, Salt: c.Salt, Iterations: c.Iterations}
 }
 
 // setAdmin adds or changes a server admin: a plain password is hashed (a

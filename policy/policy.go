@@ -19,7 +19,6 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -122,7 +121,6 @@ var (
 	ErrUsersDesignRead  = &pb.Error{Code: "forbidden", Reason: "Only administrators can view design docs in the users database."}
 	ErrNotServerAdmin   = &pb.Error{Code: "unauthorized", Reason: "You are not a server admin."}
 	ErrUsersSecurity    = &pb.Error{Code: "forbidden", Reason: "You can't edit the security object of the user database."}
-	errNoSecurityParsed = errors.New("policy: _security is not a JSON object")
 )
 
 // Security is a database's _security object as the rights it grants.

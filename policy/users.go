@@ -10,6 +10,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
+	"github.com/settee/settee/rights"
 )
 
 // The _users database as CouchDB 3.5 has it (couch_users_db and
@@ -57,8 +58,10 @@ func (p *Policy) checkUserWrite(ctx context.Context, s *Subject, admin bool, u *
 	if err := p.hashUserPassword(u); err != nil {
 		return err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(u.Body, &doc); err != nil {
+	// read by package rights, as the login reads it: exact member
+	// names, a repeated member's last value
+	doc, err := rights.ParseUserDoc(u.Body)
+	if err != nil {
 		return &pb.Error{Code: "bad_request", Reason: "invalid UTF-8 JSON"}
 	}
 	old, err := p.parentUserDoc(ctx, u, newEdits)
@@ -83,7 +86,7 @@ func (p *Policy) checkUserWrite(ctx context.Context, s *Subject, admin bool, u *
 // rules compare with (CouchDB's oldDoc): the _rev it names, or with
 // new_edits=false the parent its _revisions names; nil when there is
 // none, it is deleted or this database does not have it.
-func (p *Policy) parentUserDoc(ctx context.Context, u *pb.DocUpdate, newEdits bool) (map[string]any, error) {
+func (p *Policy) parentUserDoc(ctx context.Context, u *pb.DocUpdate, newEdits bool) (*rights.UserDoc, error) {
 	parent := ""
 	switch {
 	case newEdits:
@@ -104,11 +107,7 @@ func (p *Policy) parentUserDoc(ctx context.Context, u *pb.DocUpdate, newEdits bo
 	if len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
 		return nil, nil
 	}
-	var m map[string]any
-	if err := json.Unmarshal(r.Bodies[0].Json, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return rights.ParseUserDoc(r.Bodies[0].Json)
 }
 
 // hashUserPassword replaces a plain "password" with its PBKDF2 hash
