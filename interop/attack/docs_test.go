@@ -182,7 +182,7 @@ func init() {
 			},
 			readBack: noForbidden},
 
-		attackCase{name: "2-attachment-csp", role: "member",
+		attackCase{name: "2-attachment-csp", role: "member", knownBad: "2",
 			setup: func(e *env) { vduDB(e) },
 			attack: func(e *env) {
 				rev := e.v["okrev"]
@@ -240,7 +240,7 @@ func init() {
 				}
 			}},
 
-		utf8Case("local", "", "PUT", "/_local/%ff%fe", `{}`, 400, "illegal_docid"),
+		utf8Case("local", "10", "PUT", "/_local/%ff%fe", `{}`, 400, "illegal_docid"),
 		utf8Case("doc", "", "PUT", "/%ff%fe", `{}`, 400, "illegal_docid"),
 		utf8Case("design", "", "PUT", "/_design/%ff", `{}`, 400, "illegal_docid"),
 		utf8Case("body-id", "", "POST", "", "{\"_id\":\"\xff\xfe\"}", 400, "bad_request"),

@@ -352,6 +352,8 @@ func prepare(t *testing.T, tg *target) {
 	e.config("chttpd_auth", "iterations", "10")
 	e.config("couchdb", "users_db_security_editable", "true")
 	e.security("_users", nil, nil)
+	// attack 4 is by users who may write to _replicator
+	e.security("_replicator", nil, nil)
 }
 
 func runGroup(t *testing.T, tg *target, g group) {

@@ -35,6 +35,10 @@ func selfAdmin(name, rolesJSON, knownBad string) attackCase {
 				e.t.Errorf("want 201, or 403 forbidden: %s", r)
 			}
 			e.t.Logf("%s", r)
+			// CouchDB's credentials cache can still hold the old salt
+			// in the second of the change: a cookie made then is
+			// checked against it and signs nobody in
+			time.Sleep(1100 * time.Millisecond)
 			for _, w := range []who{e.a, e.login(e.a)} {
 				s := e.req(w, "GET", "/_session", nil)
 				ctx, _ := s.json()["userCtx"].(map[string]any)
@@ -93,10 +97,10 @@ func init() {
 		selfAdmin("duplicate", `"roles":[],"roles":["_admin"]`, ""),
 		selfAdmin("duplicate-reversed", `"roles":["_admin"],"roles":[]`, ""),
 
-		usersLeak("find", "", func(e *env, bid string) response {
+		usersLeak("find", "7", func(e *env, bid string) response {
 			return e.req(e.a, "POST", "/_users/_find", fmt.Sprintf(`{"selector":{"name":%q}}`, e.b.name))
 		}),
-		usersLeak("copy", "", func(e *env, bid string) response {
+		usersLeak("copy", "7", func(e *env, bid string) response {
 			return e.req(e.a, "COPY", "/_users/"+bid, nil, "Destination", "_local/"+e.id)
 		}, 404, "not_found"),
 		usersLeak("get", "", func(e *env, bid string) response {
