@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
-	"fmt"
 	"mime/multipart"
 	"strings"
 )
@@ -268,5 +267,3 @@ func utf8Case(name, knownBad, method, path string, body any, want ...any) attack
 			}
 		}}
 }
-
-var _ = fmt.Sprint

@@ -37,11 +37,10 @@ import (
 
 // target is one server the cases run against.
 type target struct {
-	name       string // "settee" or "couchdb"
-	url        string // base URL without credentials
-	admin      who
-	settee     bool
-	adminPwRaw string
+	name   string // "settee" or "couchdb"
+	url    string // base URL without credentials
+	admin  who
+	settee bool
 }
 
 // who sends a request: nobody (anonymous), Basic credentials, or a cookie.
