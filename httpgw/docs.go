@@ -310,10 +310,12 @@ func (g *Gateway) getOpenRevs(rq *req, db string, m *pb.GetDoc, revs []string, o
 	// CouchDB lists found revs sorted by rev, then the missing ones
 	found := make([]*pb.RevBody, 0, len(r.Bodies))
 	var missing []*pb.RevBody
+	rule := g.pol.ReadRule(rq.ctx, rq.who(), db) // what this reader may see of them
 	for _, b := range r.Bodies {
 		if b.Missing {
 			missing = append(missing, b)
 		} else {
+			b.Json = rule.Doc(b.Json)
 			found = append(found, b)
 		}
 	}

@@ -112,15 +112,15 @@ func (s *Subject) UserCtx(db string) []byte {
 // Errors a Policy answers, in CouchDB's names and reasons; the gateway's
 // error table gives their statuses.
 var (
-	ErrUnauthorized     = &pb.Error{Code: "unauthorized", Reason: "You are not authorized to access this db."}
-	ErrForbidden        = &pb.Error{Code: "forbidden", Reason: "You are not allowed to access this db."}
-	ErrNotDBAdmin       = &pb.Error{Code: "forbidden", Reason: "You are not a db or server admin."}
-	ErrNotDBAdminAnon   = &pb.Error{Code: "unauthorized", Reason: "You are not a db or server admin."}
-	ErrMissing          = &pb.Error{Code: "not_found", Reason: "missing"}
-	ErrConflict         = &pb.Error{Code: "conflict", Reason: "Document update conflict."}
-	ErrUsersDesignRead  = &pb.Error{Code: "forbidden", Reason: "Only administrators can view design docs in the users database."}
-	ErrNotServerAdmin   = &pb.Error{Code: "unauthorized", Reason: "You are not a server admin."}
-	ErrUsersSecurity    = &pb.Error{Code: "forbidden", Reason: "You can't edit the security object of the user database."}
+	ErrUnauthorized    = &pb.Error{Code: "unauthorized", Reason: "You are not authorized to access this db."}
+	ErrForbidden       = &pb.Error{Code: "forbidden", Reason: "You are not allowed to access this db."}
+	ErrNotDBAdmin      = &pb.Error{Code: "forbidden", Reason: "You are not a db or server admin."}
+	ErrNotDBAdminAnon  = &pb.Error{Code: "unauthorized", Reason: "You are not a db or server admin."}
+	ErrMissing         = &pb.Error{Code: "not_found", Reason: "missing"}
+	ErrConflict        = &pb.Error{Code: "conflict", Reason: "Document update conflict."}
+	ErrUsersDesignRead = &pb.Error{Code: "forbidden", Reason: "Only administrators can view design docs in the users database."}
+	ErrNotServerAdmin  = &pb.Error{Code: "unauthorized", Reason: "You are not a server admin."}
+	ErrUsersSecurity   = &pb.Error{Code: "forbidden", Reason: "You can't edit the security object of the user database."}
 )
 
 // Security is a database's _security object as the rights it grants.

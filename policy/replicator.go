@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/rights"
 )
 
 // The _replicator database as CouchDB 3.5 secures it
@@ -24,27 +26,27 @@ var errOtherOwner = &pb.Error{Code: "forbidden", Reason: "Can't update replicati
 // checkReplicatorWrite sets a written doc's owner to its writer, as
 // CouchDB's before_doc_update does: a doc without one gets the writer's
 // name; one naming another user is refused unless the writer is an admin
-// of _replicator (an admin's null owner becomes the admin's name).
+// of _replicator (an admin's null owner becomes the admin's name). A
+// writer who is not a server admin may not name local databases (CouchDB
+// 3 refuses them to everyone; settee keeps them for server admins).
 func (p *Policy) checkReplicatorWrite(ctx context.Context, s *Subject, u *pb.DocUpdate) error {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(u.Body, &m) != nil {
+	d, err := rights.ParseReplicatorDoc(u.Body)
+	if err != nil {
 		return nil // not an object: the write refuses it
 	}
 	name := ""
 	if s != nil {
 		name = s.Name
 	}
-	raw, has := m[ownerField]
-	var owner *string
-	if has {
-		_ = json.Unmarshal(raw, &owner)
+	if !u.Deleted && (s == nil || !s.ServerAdmin) && (isLocal(d.Source) || isLocal(d.Target)) {
+		return errLocalEndpoints
 	}
 	switch {
-	case !has:
+	case !d.HasOwner:
 		// appended, so the writer's members keep their order
 		end := bytes.LastIndexByte(u.Body, '}')
 		b := append([]byte(nil), u.Body[:end]...)
-		if len(m) > 0 {
+		if bytes.IndexByte(b, ':') >= 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `"owner":`...)
@@ -55,15 +57,27 @@ func (p *Policy) checkReplicatorWrite(ctx context.Context, s *Subject, u *pb.Doc
 		}
 		u.Body, u.RevHash = append(b, '}'), ""
 		return nil
-	case owner != nil && *owner == name && name != "":
+	case d.Owner == name && name != "":
 		return nil
 	case p.IsDBAdmin(ctx, s, ReplicatorDB):
-		if owner == nil {
+		if d.Owner == "" {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(u.Body, &m) != nil {
+				return nil
+			}
 			return p.setOwner(u, m, name)
 		}
 		return nil
 	}
 	return errOtherOwner
+}
+
+var errLocalEndpoints = &pb.Error{Code: "forbidden", Reason: "local_endpoints_not_supported"}
+
+// isLocal: an endpoint named by a database name, not a URL.
+func isLocal(e rights.Endpoint) bool {
+	u := strings.ToLower(e.URL)
+	return e.URL != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://")
 }
 
 func (p *Policy) setOwner(u *pb.DocUpdate, m map[string]json.RawMessage, name string) error {
@@ -81,15 +95,14 @@ func (p *Policy) setOwner(u *pb.DocUpdate, m map[string]json.RawMessage, name st
 	return nil
 }
 
-// Owner is the owner a _replicator doc's body records ("" for none).
+// Owner is the owner a _replicator doc's body records ("" for none),
+// read as the write rules read it (package rights).
 func Owner(body []byte) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
+	d, err := rights.ParseReplicatorDoc(body)
+	if err != nil {
 		return ""
 	}
-	var o string
-	_ = json.Unmarshal(m[ownerField], &o)
-	return o
+	return d.Owner
 }
 
 var urlCreds = regexp.MustCompile(`^(https?://)(?:[^:@/]+):[^@/]+@(.*)$`)
