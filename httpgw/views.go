@@ -764,10 +764,16 @@ func (g *Gateway) viewDocs(rq *req, db string, rows []*pb.ViewRow, a *viewArgs) 
 	}
 	out := make([][]byte, len(rows))
 	o := &couchdoc.Options{Conflicts: a.conflicts, Attachments: a.attachments}
+	// the reader's rule (package policy): a doc it may not read is null,
+	// another owner's _replicator doc shown without its credentials
+	rule := g.pol.ReadRule(rq.ctx, rq.who(), db)
 	for i, d := range got {
 		out[i] = []byte("null")
-		if d.Err != nil || d.Reply == nil || d.Reply.Info == nil || len(d.Reply.Bodies) == 0 {
+		if d.Err != nil || d.Reply == nil || d.Reply.Info == nil || len(d.Reply.Bodies) == 0 || !rule.Visible(ms[i].Id) {
 			continue
+		}
+		if rule.Rewrites() {
+			d.Reply.Bodies[0].Json = rule.Doc(d.Reply.Bodies[0].Json)
 		}
 		b := d.Reply.Bodies[0]
 		if b.Missing || (b.Deleted && len(ms[i].Revs) == 0) {
