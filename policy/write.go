@@ -44,17 +44,19 @@ func (p *Policy) Write(ctx context.Context, s *Subject, db string, docs []*pb.Do
 		defer p.ForgetDesigns(db) // after the write too: a read in between cached the old
 		p.ForgetDesigns(db)
 	}
-	if len(send) == 0 {
-		return out, nil
+	if len(send) == 0 && len(docs) > 0 {
+		return out, nil // (an empty batch still asks the coordinator: no such db is 404)
 	}
-	tags := make([]uint32, len(send))
-	for i, u := range send {
-		tags[i], u.Tag = u.Tag, uint32(i)
+	if len(send) < len(docs) {
+		// the coordinator answers by tag, 0..n-1: the docs sent are
+		// tagged anew in updates of their own (the copies read a doc after
+		// the quorum answered, so the caller's must not change under them)
+		for i, u := range send {
+			send[i] = &pb.DocUpdate{Tag: uint32(i), Id: u.Id, Body: u.Body, Rev: u.Rev, Deleted: u.Deleted,
+				Revisions: u.Revisions, Atts: u.Atts, HasAtts: u.HasAtts, RevHash: u.RevHash}
+		}
 	}
 	written, err := p.c.UpdateDocs(ctx, db, send, newEdits, w)
-	for i, u := range send {
-		u.Tag = tags[i]
-	}
 	if err != nil {
 		return nil, err
 	}
