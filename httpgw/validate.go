@@ -269,7 +269,7 @@ func (g *Gateway) runValidators(rq *req, db string, fns []vduFn, newDoc, old []b
 	userCtx := userCtxJSON(rq, db)
 	sec := g.secObj(rq, db)
 	for _, f := range fns {
-		if err := g.cfg.JS.DDoc(f.ddoc).ValidateDocUpdate(rq.ctx, f.src, newDoc, old, userCtx, sec); err != nil {
+		if err := g.cfg.JS.DDoc(db, f.ddoc).ValidateDocUpdate(rq.ctx, f.src, newDoc, old, userCtx, sec); err != nil {
 			return err // a *couchjs.Error: errors.go gives its status
 		}
 	}
