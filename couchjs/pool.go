@@ -73,8 +73,8 @@ type Pool struct {
 
 	mu     sync.Mutex
 	closed bool
-	idle   map[string][]*vm // idle runtimes by sandbox key
-	lru    list.List        // the same runtimes, least recently used first
+	idle   map[string][]*vm         // idle runtimes by sandbox key
+	lru    list.List                // the same runtimes, least recently used first
 	progs  map[string]*compiled     // by source, see compile.go
 	mods   map[string]*goja.Program // CommonJS module sources
 
