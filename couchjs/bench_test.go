@@ -36,7 +36,7 @@ func BenchmarkDocAccess(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		v, err := p.get(context.Background())
+		v, err := p.get(context.Background(), m.sb)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -29,14 +29,18 @@ const maxPrograms = 4096
 
 // Compile checks a function source as CouchDB does when a design doc with
 // it is saved: a syntax error, or a source that does not evaluate to a
-// function, is a *Error with Code "compilation_error".
-func (p *Pool) Compile(src string) error {
-	c, err := p.program(src)
+// function, is a *Error with Code "compilation_error". The source's top
+// level runs in a sandbox of its own, dropped after.
+func (p *Pool) Compile(src string) error { return p.oneOff().Compile(src) }
+
+// Compile is Pool.Compile in this sandbox (with the design doc's require).
+func (d *DDoc) Compile(src string) error {
+	c, err := d.p.program(src)
 	if err != nil {
 		return err
 	}
-	return p.with(context.Background(), func(v *vm) error {
-		_, err := v.function(c, nil)
+	return d.p.with(context.Background(), d, func(v *vm) error {
+		_, _, err := v.bind(c, d)
 		return err
 	})
 }

@@ -18,7 +18,7 @@ type Emit struct{ Key, Value []byte }
 // MapSet is the map functions of one index, compiled once; safe for
 // concurrent use.
 type MapSet struct {
-	p   *Pool
+	sb  *DDoc // where it runs
 	fns []*compiled
 	lib []byte // {"views":{"lib":...}}, what require() resolves against
 }
@@ -33,9 +33,16 @@ type setState struct {
 const maxCachedSets = 256
 
 // NewMapSet compiles the map functions of one index. lib is the design
-// doc's views.lib (may be nil), what require("views/lib/...") reads.
+// doc's views.lib (may be nil), what require("views/lib/...") reads. The
+// set runs in a sandbox of its own (the server uses DDoc.NewMapSet).
 func (p *Pool) NewMapSet(fns []string, lib map[string]any) (*MapSet, error) {
-	m := &MapSet{p: p}
+	return p.Sandbox("mapset", strconv.FormatUint(p.seq.Add(1), 10)).NewMapSet(fns, lib)
+}
+
+// NewMapSet is Pool.NewMapSet in this sandbox.
+func (d *DDoc) NewMapSet(fns []string, lib map[string]any) (*MapSet, error) {
+	p := d.p
+	m := &MapSet{sb: d}
 	root := map[string]any{"views": map[string]any{"lib": lib}}
 	b, err := json.Marshal(root)
 	if err != nil {
@@ -51,7 +58,7 @@ func (p *Pool) NewMapSet(fns []string, lib map[string]any) (*MapSet, error) {
 	}
 	// Evaluate each source once now, so a source that is not a function
 	// fails here as it fails CouchDB's add_fun.
-	if err := p.with(context.Background(), func(v *vm) error {
+	if err := p.with(context.Background(), d, func(v *vm) error {
 		_, err := v.mapState(m)
 		return err
 	}); err != nil {
@@ -107,7 +114,7 @@ func (m *MapSet) MapDoc(ctx context.Context, doc []byte) ([][]Emit, error) {
 // bounds each doc.
 func (m *MapSet) MapDocs(ctx context.Context, docs [][]byte) ([][][]Emit, error) {
 	out := make([][][]Emit, len(docs))
-	err := m.p.with(ctx, func(v *vm) error {
+	err := m.sb.p.with(ctx, m.sb, func(v *vm) error {
 		st, err := v.mapState(m)
 		if err != nil {
 			return err

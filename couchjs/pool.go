@@ -1,6 +1,7 @@
 package couchjs
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -15,8 +17,15 @@ import (
 
 // Config sizes a Pool. The zero value is usable.
 type Config struct {
-	// MaxVMs bounds the runtimes alive at once (default 2*GOMAXPROCS).
+	// MaxVMs bounds the calls running at once, each on a runtime of its
+	// own (default 2*GOMAXPROCS).
 	MaxVMs int
+	// MaxIdle bounds the runtimes kept between calls, over all sandboxes
+	// (default 64); past it the least recently used is dropped. A
+	// runtime belongs to one sandbox for life, so a sandbox whose
+	// runtimes were all dropped pays for a new one (its prelude, about
+	// 0.3 ms) on its next call.
+	MaxIdle int
 	// Timeout bounds one call (CouchDB's couchdb/os_process_timeout,
 	// default 5s). For MapDocs it bounds the whole batch.
 	Timeout time.Duration
@@ -51,28 +60,34 @@ func errMemory(limit int64) *Error {
 	return &Error{Code: "os_process_error", Reason: fmt.Sprintf("JavaScript call exceeded the memory bound (%d bytes of heap growth)", limit)}
 }
 
-// Pool is a bounded set of goja runtimes and a cache of compiled sources.
-// All methods are safe for concurrent use.
+// Pool is a bounded set of goja runtimes, each bound to one sandbox (see
+// DDoc), and a cache of compiled sources. All methods are safe for
+// concurrent use.
 type Pool struct {
 	cfg Config
 	log *slog.Logger
-	// slots holds one entry per runtime that may exist: a ready *vm, or
-	// nil for one not created yet (or discarded). Taking an entry is the
-	// right to run; MaxVMs bounds both concurrency and memory.
-	slots chan *vm
+	// running holds one token per call under way: MaxVMs bounds
+	// concurrency, and so the runtimes checked out.
+	running chan struct{}
+	seq     atomic.Uint64 // names the sandboxes of Pool.NewMapSet
 
 	mu     sync.Mutex
 	closed bool
+	idle   map[string][]*vm         // idle runtimes by sandbox key
+	lru    list.List                // the same runtimes, least recently used first
 	progs  map[string]*compiled     // by source, see compile.go
 	mods   map[string]*goja.Program // CommonJS module sources
 
-	prelude *goja.Program
+	prelude, lockdown *goja.Program
 }
 
 // New returns a Pool; its runtimes are created on first use.
 func New(cfg Config) *Pool {
 	if cfg.MaxVMs <= 0 {
 		cfg.MaxVMs = 2 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxIdle <= 0 {
+		cfg.MaxIdle = 64
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
@@ -84,30 +99,23 @@ func New(cfg Config) *Pool {
 	if lg == nil {
 		lg = slog.Default()
 	}
-	p := &Pool{cfg: cfg, log: lg, slots: make(chan *vm, cfg.MaxVMs), progs: map[string]*compiled{}, mods: map[string]*goja.Program{},
-		prelude: goja.MustCompile("prelude.js", preludeSrc, false)}
-	for range cfg.MaxVMs {
-		p.slots <- nil
-	}
-	return p
+	return &Pool{cfg: cfg, log: lg, running: make(chan struct{}, cfg.MaxVMs), idle: map[string][]*vm{},
+		progs: map[string]*compiled{}, mods: map[string]*goja.Program{},
+		prelude:  goja.MustCompile("prelude.js", preludeSrc, false),
+		lockdown: goja.MustCompile("lockdown.js", lockdownSrc, false)}
 }
 
-// Close drops the pool's runtimes. Calls under way finish; later calls
-// answer ErrClosed. The pool owns no goroutine between calls, so nothing is
-// left running.
+// Close drops the pool's idle runtimes. Calls under way finish (their
+// runtimes are dropped after); later calls answer ErrClosed. The pool
+// owns no goroutine between calls, so nothing is left running.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.progs = nil
 	p.mods = nil
+	p.idle = map[string][]*vm{}
+	p.lru.Init()
 	p.mu.Unlock()
-	for {
-		select {
-		case <-p.slots:
-		default:
-			return
-		}
-	}
 }
 
 func (p *Pool) isClosed() bool {
@@ -116,49 +124,87 @@ func (p *Pool) isClosed() bool {
 	return p.closed
 }
 
-// get checks out a runtime, waiting for a free slot.
-func (p *Pool) get(ctx context.Context) (*vm, error) {
+// get checks out a runtime of sandbox sb, waiting for a free slot: an
+// idle one of the same sandbox, or a new one. A runtime never changes
+// sandbox: what one design doc's code left in its built-ins and globals
+// is not seen by another's.
+func (p *Pool) get(ctx context.Context, sb *DDoc) (*vm, error) {
 	if p.isClosed() {
 		return nil, ErrClosed
 	}
 	select {
-	case v := <-p.slots:
-		if v == nil {
-			var err error
-			if v, err = newVM(p); err != nil {
-				p.slots <- nil
-				return nil, err
-			}
-		}
-		return v, nil
+	case p.running <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("couchjs: waiting for a runtime: %w", ctx.Err())
 	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.running
+		return nil, ErrClosed
+	}
+	if !sb.once {
+		if vs := p.idle[sb.key]; len(vs) > 0 {
+			v := vs[len(vs)-1]
+			p.unidle(v)
+			p.mu.Unlock()
+			return v, nil
+		}
+	}
+	p.mu.Unlock()
+	v, err := newVM(p, sb.key)
+	if err != nil {
+		<-p.running
+		return nil, err
+	}
+	return v, nil
 }
 
-// put gives a runtime back; a broken one (interrupted, or its state
-// unknown) is dropped and its slot freed for a new one.
-func (p *Pool) put(v *vm, broken bool) {
-	if broken || p.isClosed() {
-		v = nil
+// unidle takes v out of the idle runtimes; p.mu is held.
+func (p *Pool) unidle(v *vm) {
+	vs := p.idle[v.key]
+	for i, w := range vs {
+		if w == v {
+			vs = append(vs[:i], vs[i+1:]...)
+			break
+		}
 	}
-	select {
-	case p.slots <- v:
-	default:
-		// Close drained the channel while v was out; its slot is gone.
+	if len(vs) == 0 {
+		delete(p.idle, v.key)
+	} else {
+		p.idle[v.key] = vs
 	}
+	p.lru.Remove(v.elem)
+	v.elem = nil
 }
 
-// with runs fn on a checked-out runtime under the watchdog: Timeout,
-// ctx and MaxMemory interrupt it. The runtime goes back to the pool unless
-// it was interrupted or fn panicked.
-func (p *Pool) with(ctx context.Context, fn func(v *vm) error) (err error) {
-	v, err := p.get(ctx)
+// put gives a runtime back. A broken one (interrupted, or its state
+// unknown) or one of a one-off sandbox is dropped; past MaxIdle the least
+// recently used idle runtime is.
+func (p *Pool) put(v *vm, drop bool) {
+	p.mu.Lock()
+	if !drop && !p.closed {
+		p.idle[v.key] = append(p.idle[v.key], v)
+		v.elem = p.lru.PushBack(v)
+		for p.lru.Len() > p.cfg.MaxIdle {
+			p.unidle(p.lru.Front().Value.(*vm))
+		}
+	}
+	p.mu.Unlock()
+	<-p.running
+}
+
+// with runs fn on a checked-out runtime of sandbox sb under the
+// watchdog: Timeout, ctx and MaxMemory interrupt it. The runtime goes
+// back to the pool unless it was interrupted, fn panicked, or sb is a
+// one-off.
+func (p *Pool) with(ctx context.Context, sb *DDoc, fn func(v *vm) error) (err error) {
+	v, err := p.get(ctx, sb)
 	if err != nil {
 		return err
 	}
 	broken := true
-	defer func() { p.put(v, broken) }()
+	defer func() { p.put(v, broken || sb.once) }()
 
 	done := make(chan struct{})
 	v.beat = make(chan struct{}, 1)

@@ -429,43 +429,69 @@
   function noParent(mod) {
     return ["error", "invalid_require_path", "Object has no parent " + stringify(mod && mod.current)];
   }
+  // Built-ins require uses, as they were before any design-doc code ran
+  // (that code may change its sandbox's as it likes).
+  var freeze = Object.freeze, isFrozen = Object.isFrozen, objectKeys = Object.keys;
+  var getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  function ownValue(o, n) {
+    if (o === null || typeof o !== "object") return undefined;
+    var d = getOwnPropertyDescriptor(o, n);
+    return d ? d.value : undefined;
+  }
   function resolveModule(names, mod, root) {
     if (names.length === 0) {
       if (typeof mod.current !== "string") {
         throw ["error", "invalid_require_path", "Must require a JavaScript string, not: " + (typeof mod.current)];
       }
-      return { current: mod.current, parent: mod.parent, id: mod.id, exports: {} };
+      return { current: mod.current, parent: mod.parent, id: mod.id };
     }
     var n = names.shift();
     if (n === "..") {
       if (!(mod && mod.parent && mod.parent.parent)) throw noParent(mod);
-      return resolveModule(names, {
+      return resolveModule(names, freeze({
         id: mod.id.slice(0, mod.id.lastIndexOf("/")),
         parent: mod.parent.parent,
         current: mod.parent.current
-      });
+      }));
     } else if (n === ".") {
       if (!(mod && mod.parent)) throw noParent(mod);
-      return resolveModule(names, { parent: mod.parent, current: mod.current, id: mod.id });
+      return resolveModule(names, freeze({ parent: mod.parent, current: mod.current, id: mod.id }));
     } else if (root) {
-      mod = { current: root };
+      mod = freeze({ current: root });
     }
-    if (mod.current === null || mod.current === undefined || mod.current[n] === undefined) {
+    // own members only: an inherited one could be anything code set on
+    // Object.prototype
+    var next = ownValue(mod.current, n);
+    if (next === undefined) {
       throw ["error", "invalid_require_path", "Object has no property \"" + n + "\". " + stringify(mod.current)];
     }
-    return resolveModule(names, { current: mod.current[n], parent: mod, id: mod.id ? mod.id + "/" + n : n });
+    return resolveModule(names, freeze({ current: next, parent: mod, id: mod.id ? mod.id + "/" + n : n }));
   }
   // makeRequire gives the require of one design doc; cache is its module
-  // cache (couchjs keeps it on the ddoc object).
+  // cache (couchjs keeps it on the ddoc object). ddoc must be a copy of
+  // the doc of its own: it is frozen, and the records resolution walks
+  // (module.parent...) are frozen or private, so that code cannot make
+  // require evaluate a string of its own making (lockdown.js refuses
+  // eval and Function; this is the one other way to run a string).
+  function deepFreeze(o) {
+    if (o === null || typeof o !== "object" || isFrozen(o)) return o;
+    freeze(o);
+    var ks = objectKeys(o);
+    for (var i = 0; i < ks.length; i++) deepFreeze(o[ks[i]]);
+    return o;
+  }
   host.makeRequire = function (ddoc, cache) {
+    deepFreeze(ddoc);
     function require(name, parent) {
-      var m = resolveModule(String(name).split("/"), parent && parent.parent, ddoc);
-      if (!Object.prototype.hasOwnProperty.call(cache, m.id)) {
+      var r = resolveModule(String(name).split("/"), parent && parent.parent, ddoc);
+      var m = { current: r.current, parent: r.parent, id: r.id, exports: {} };
+      if (getOwnPropertyDescriptor(cache, m.id) === undefined) {
         // An empty exports first stops circular requires recursing.
         cache[m.id] = {};
+        var own = freeze({ current: r.current, parent: r.parent, id: r.id });
         try {
-          var f = host.evalModule(m.current, m.id);
-          f.apply(g, [m, m.exports, function (n) { return require(n, m); }]);
+          var f = host.evalModule(own.current, own.id);
+          f.apply(g, [m, m.exports, function (n) { return require(n, own); }]);
         } catch (e) {
           throw ["error", "compilation_error", "Module require('" + name + "') raised error " + errstr(e)];
         }

@@ -25,32 +25,34 @@ type Response struct {
 	JSON bool
 }
 
-// DDoc is a design doc's functions with the doc as their `this` and its
-// CommonJS modules for require(), as CouchDB runs them. The Pool methods
-// of the same names run with an empty design doc.
-type DDoc struct {
-	p    *Pool
-	ddoc []byte
-}
-
-// DDoc binds a design doc (its JSON) to the render, filter and validation
-// calls.
-func (p *Pool) DDoc(ddoc []byte) *DDoc { return &DDoc{p: p, ddoc: ddoc} }
-
-// bind returns the user's function of src and the ddoc object it runs
-// with.
-func (v *vm) bind(c *compiled, ddoc []byte) (goja.Value, goja.Value, error) {
-	if ddoc == nil {
+// bind returns the user's function of c and the design doc object it
+// runs with (an empty object when d has no doc). A runtime of a DDoc
+// sandbox parses the doc and makes its require once.
+func (v *vm) bind(c *compiled, d *DDoc) (goja.Value, goja.Value, error) {
+	if d.ddoc == nil {
 		f, err := v.function(c, nil)
 		return f, v.rt.NewObject(), err
 	}
-	obj, err := v.parse(goja.Undefined(), v.rt.ToValue(string(ddoc)))
+	if d.bound && v.ddoc != nil {
+		f, err := v.function(c, v.ddocReq)
+		return f, v.ddoc, err
+	}
+	obj, err := v.parse(goja.Undefined(), v.rt.ToValue(string(d.ddoc)))
 	if err != nil {
 		return nil, nil, v.exception(err)
 	}
-	req, err := v.makeRequire(goja.Undefined(), obj, v.rt.NewObject())
+	// require reads a copy of its own (frozen by makeRequire): code that
+	// changes `this` cannot make require evaluate a string of its making
+	root, err := v.parse(goja.Undefined(), v.rt.ToValue(string(d.ddoc)))
 	if err != nil {
 		return nil, nil, v.exception(err)
+	}
+	req, err := v.makeRequire(goja.Undefined(), root, v.rt.NewObject())
+	if err != nil {
+		return nil, nil, v.exception(err)
+	}
+	if d.bound {
+		v.ddoc, v.ddocReq, v.ddocFns = obj, req, map[*goja.Program]goja.Value{}
 	}
 	f, err := v.function(c, req)
 	return f, obj, err
@@ -85,13 +87,19 @@ func (v *vm) jsonArgs(bs ...[]byte) ([]goja.Value, error) {
 // JSON of values[i] (keys is ignored on rereduce, where the function gets
 // null). A function that throws answers null (logged), as in CouchDB,
 // unless it threw a fatal error.
+// It runs in a sandbox of its own, dropped after.
 func (p *Pool) Reduce(ctx context.Context, src string, keys, values [][]byte, rereduce bool) ([]byte, error) {
-	c, err := p.program(src)
+	return p.oneOff().Reduce(ctx, src, keys, values, rereduce)
+}
+
+// Reduce is Pool.Reduce in this sandbox.
+func (d *DDoc) Reduce(ctx context.Context, src string, keys, values [][]byte, rereduce bool) ([]byte, error) {
+	c, err := d.p.program(src)
 	if err != nil {
 		return nil, err
 	}
 	var out []byte
-	err = p.with(ctx, func(v *vm) error {
+	err = d.p.with(ctx, d, func(v *vm) error {
 		f, err := v.function(c, nil)
 		if err != nil {
 			return err
@@ -135,19 +143,21 @@ func joinJSON(items [][]byte) []byte {
 // ValidateDocUpdate runs validate_doc_update(newDoc, oldDoc, userCtx,
 // secObj) (oldDoc nil: null). It answers nil, or a *Error: "forbidden" or
 // "unauthorized" for a thrown {forbidden: msg} or {unauthorized: msg};
-// other throws as CouchDB answers them.
+// other throws as CouchDB answers them. Like every Pool method of a DDoc
+// name, it runs in a sandbox of its own, dropped after the call; the
+// server calls through DDoc.
 func (p *Pool) ValidateDocUpdate(ctx context.Context, src string, newDoc, oldDoc, userCtx, secObj []byte) error {
-	return p.DDoc(nil).ValidateDocUpdate(ctx, src, newDoc, oldDoc, userCtx, secObj)
+	return p.oneOff().ValidateDocUpdate(ctx, src, newDoc, oldDoc, userCtx, secObj)
 }
 
-// ValidateDocUpdate is Pool.ValidateDocUpdate with this design doc.
+// ValidateDocUpdate is Pool.ValidateDocUpdate in this sandbox.
 func (d *DDoc) ValidateDocUpdate(ctx context.Context, src string, newDoc, oldDoc, userCtx, secObj []byte) error {
 	c, err := d.p.program(src)
 	if err != nil {
 		return err
 	}
-	return d.p.with(ctx, func(v *vm) error {
-		f, this, err := v.bind(c, d.ddoc)
+	return d.p.with(ctx, d, func(v *vm) error {
+		f, this, err := v.bind(c, d)
 		if err != nil {
 			return err
 		}
@@ -212,18 +222,18 @@ func anys(vs []goja.Value) []any {
 // Filter runs a _changes filter(doc, req) over docs; true keeps a doc
 // (the function's answer made boolean, as couchjs does).
 func (p *Pool) Filter(ctx context.Context, src string, docs [][]byte, req []byte) ([]bool, error) {
-	return p.DDoc(nil).Filter(ctx, src, docs, req)
+	return p.oneOff().Filter(ctx, src, docs, req)
 }
 
-// Filter is Pool.Filter with this design doc.
+// Filter is Pool.Filter in this sandbox.
 func (d *DDoc) Filter(ctx context.Context, src string, docs [][]byte, req []byte) ([]bool, error) {
 	c, err := d.p.program(src)
 	if err != nil {
 		return nil, err
 	}
 	var out []bool
-	err = d.p.with(ctx, func(v *vm) error {
-		f, this, err := v.bind(c, d.ddoc)
+	err = d.p.with(ctx, d, func(v *vm) error {
+		f, this, err := v.bind(c, d)
 		if err != nil {
 			return err
 		}
@@ -246,18 +256,18 @@ func (d *DDoc) Filter(ctx context.Context, src string, docs [][]byte, req []byte
 
 // Show runs a show function on doc (nil: null, no such doc) and req.
 func (p *Pool) Show(ctx context.Context, src string, doc, req []byte) (*Response, error) {
-	return p.DDoc(nil).Show(ctx, src, doc, req)
+	return p.oneOff().Show(ctx, src, doc, req)
 }
 
-// Show is Pool.Show with this design doc.
+// Show is Pool.Show in this sandbox.
 func (d *DDoc) Show(ctx context.Context, src string, doc, req []byte) (*Response, error) {
 	c, err := d.p.program(src)
 	if err != nil {
 		return nil, err
 	}
 	var resp *Response
-	err = d.p.with(ctx, func(v *vm) error {
-		f, this, err := v.bind(c, d.ddoc)
+	err = d.p.with(ctx, d, func(v *vm) error {
+		f, this, err := v.bind(c, d)
 		if err != nil {
 			return err
 		}
@@ -278,17 +288,17 @@ func (d *DDoc) Show(ctx context.Context, src string, doc, req []byte) (*Response
 // Update runs an update function on doc (nil: null) and req; it answers
 // the doc to save (nil: none) and the response.
 func (p *Pool) Update(ctx context.Context, src string, doc, req []byte) (newDoc []byte, resp *Response, err error) {
-	return p.DDoc(nil).Update(ctx, src, doc, req)
+	return p.oneOff().Update(ctx, src, doc, req)
 }
 
-// Update is Pool.Update with this design doc.
+// Update is Pool.Update in this sandbox.
 func (d *DDoc) Update(ctx context.Context, src string, doc, req []byte) (newDoc []byte, resp *Response, err error) {
 	c, err := d.p.program(src)
 	if err != nil {
 		return nil, nil, err
 	}
-	err = d.p.with(ctx, func(v *vm) error {
-		f, this, err := v.bind(c, d.ddoc)
+	err = d.p.with(ctx, d, func(v *vm) error {
+		f, this, err := v.bind(c, d)
 		if err != nil {
 			return err
 		}
@@ -330,22 +340,22 @@ func (d *DDoc) Update(ctx context.Context, src string, doc, req []byte) (newDoc 
 // before it.
 func (p *Pool) List(ctx context.Context, src string, head, req []byte, rows func() ([]byte, bool), send func(chunk string) error) (*Response, error) {
 	var resp *Response
-	err := p.DDoc(nil).ListStream(ctx, src, head, req, rows, func(r *Response) error {
+	err := p.oneOff().ListStream(ctx, src, head, req, rows, func(r *Response) error {
 		resp = r
 		return nil
 	}, send)
 	return resp, err
 }
 
-// ListStream is List with this design doc, calling start with the
+// ListStream is List in this sandbox, calling start with the
 // response's code and headers before the first chunk.
 func (d *DDoc) ListStream(ctx context.Context, src string, head, req []byte, rows func() ([]byte, bool), start func(*Response) error, send func(chunk string) error) error {
 	c, err := d.p.program(src)
 	if err != nil {
 		return err
 	}
-	return d.p.with(ctx, func(v *vm) error {
-		f, this, err := v.bind(c, d.ddoc)
+	return d.p.with(ctx, d, func(v *vm) error {
+		f, this, err := v.bind(c, d)
 		if err != nil {
 			return err
 		}

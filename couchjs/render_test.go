@@ -109,7 +109,7 @@ func TestShowListUpdate(t *testing.T) {
 		{"registerType", `function(doc, req) { registerType('foo', 'application/foo'); provides('foo', function(){ return 'F'; }); }`, `{"query":{},"headers":{"Accept":"application/foo"}}`, `200 application/foo F`},
 		{"this is the ddoc", `function(doc, req) { return this.name + require('lib/x').v; }`, `{}`, `200 text/html; charset=utf-8 ddx`},
 	} {
-		resp, err := p.DDoc([]byte(`{"_id":"_design/dd","name":"dd","lib":{"x":"exports.v = 'x'"}}`)).Show(ctx, tc.src, doc, []byte(tc.req))
+		resp, err := p.DDoc("db", []byte(`{"_id":"_design/dd","name":"dd","lib":{"x":"exports.v = 'x'"}}`)).Show(ctx, tc.src, doc, []byte(tc.req))
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -133,7 +133,7 @@ func TestShowListUpdate(t *testing.T) {
 	rows := []string{`{"key":1}`, `{"key":2}`}
 	var chunks []string
 	var started *Response
-	err := p.DDoc(nil).ListStream(ctx, `function(head, req) { send('total ' + head.total_rows + ';'); var r; while (r = getRow()) send(r.key); return 'end'; }`,
+	err := p.DDoc("db", nil).ListStream(ctx, `function(head, req) { send('total ' + head.total_rows + ';'); var r; while (r = getRow()) send(r.key); return 'end'; }`,
 		[]byte(`{"total_rows":2}`), []byte(`{}`),
 		func() ([]byte, bool) {
 			if len(rows) == 0 {

@@ -1,6 +1,7 @@
 package couchjs
 
 import (
+	"container/list"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -19,9 +20,12 @@ const maxCallStack = 10000
 // maxCachedFns bounds a runtime's per-program function cache.
 const maxCachedFns = 1024
 
-// vm is one runtime with the sandbox installed.
+// vm is one runtime with the sandbox installed, serving the sandbox key
+// alone.
 type vm struct {
 	p    *Pool
+	key  string
+	elem *list.Element // in p.lru while idle
 	rt   *goja.Runtime
 	host *goja.Object
 
@@ -29,6 +33,11 @@ type vm struct {
 
 	fns  map[*goja.Program]goja.Value // functions with no require
 	sets map[*MapSet]*setState
+
+	// For a DDoc sandbox (its key determines the doc): the doc as the
+	// functions' this, its require, and the functions bound to it.
+	ddoc, ddocReq goja.Value
+	ddocFns       map[*goja.Program]goja.Value
 
 	// beat restarts the watchdog's timeout: a batch call (MapDocs) beats
 	// before each doc, so Timeout bounds each doc, as CouchDB's
@@ -40,10 +49,10 @@ type vm struct {
 	chunks  func(label string, chunks []string, start goja.Value) error
 }
 
-func newVM(p *Pool) (*vm, error) {
+func newVM(p *Pool, key string) (*vm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(maxCallStack)
-	v := &vm{p: p, rt: rt, fns: map[*goja.Program]goja.Value{}, sets: map[*MapSet]*setState{}}
+	v := &vm{p: p, key: key, rt: rt, fns: map[*goja.Program]goja.Value{}, sets: map[*MapSet]*setState{}}
 	init, err := rt.RunProgram(p.prelude)
 	if err != nil {
 		return nil, fmt.Errorf("couchjs: prelude: %w", err)
@@ -97,6 +106,14 @@ func newVM(p *Pool) (*vm, error) {
 	if _, err := initFn(goja.Undefined(), rt.GlobalObject(), v.host); err != nil {
 		return nil, fmt.Errorf("couchjs: prelude: %w", err)
 	}
+	lock, err := rt.RunProgram(p.lockdown)
+	if err != nil {
+		return nil, fmt.Errorf("couchjs: lockdown: %w", err)
+	}
+	lockFn, _ := goja.AssertFunction(lock)
+	if _, err := lockFn(goja.Undefined(), rt.GlobalObject()); err != nil {
+		return nil, fmt.Errorf("couchjs: lockdown: %w", err)
+	}
 	for name, dst := range map[string]*goja.Callable{
 		"mapDoc": &v.mapDoc, "reduce": &v.reduce, "validate": &v.validate, "filter": &v.filter,
 		"show": &v.show, "list": &v.list, "update": &v.update, "makeRequire": &v.makeRequire,
@@ -112,12 +129,18 @@ func newVM(p *Pool) (*vm, error) {
 }
 
 // function returns the user's function of c, with require bound to req
-// (nil: none, and the function value is cached in the runtime).
+// (nil: none). The function value is cached in the runtime when req is
+// none or the runtime's design doc's.
 func (v *vm) function(c *compiled, req goja.Value) (goja.Value, error) {
-	if req == nil {
-		if f, ok := v.fns[c.prog]; ok {
-			return f, nil
+	cache := v.fns
+	if req != nil {
+		cache = nil
+		if v.ddocReq != nil && req == v.ddocReq {
+			cache = v.ddocFns
 		}
+	}
+	if f, ok := cache[c.prog]; ok {
+		return f, nil
 	}
 	factory, err := v.rt.RunProgram(c.prog)
 	if err != nil {
@@ -134,11 +157,11 @@ func (v *vm) function(c *compiled, req goja.Value) (goja.Value, error) {
 	if _, ok := goja.AssertFunction(f); !ok {
 		return nil, &Error{Code: "compilation_error", Reason: "Expression does not eval to a function. (" + c.src + ")"}
 	}
-	if req == goja.Undefined() {
-		if len(v.fns) >= maxCachedFns {
-			clear(v.fns)
+	if cache != nil {
+		if len(cache) >= maxCachedFns {
+			clear(cache)
 		}
-		v.fns[c.prog] = f
+		cache[c.prog] = f
 	}
 	return f, nil
 }

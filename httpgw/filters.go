@@ -104,7 +104,7 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 		var views map[string]json.RawMessage
 		_ = json.Unmarshal(ddoc["views"], &views)
 		_ = json.Unmarshal(views["lib"], &lib)
-		ms, err := g.cfg.JS.NewMapSet([]string{v.Map}, lib)
+		ms, err := g.cfg.JS.DDoc(db, ddocJSON).NewMapSet([]string{v.Map}, lib)
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +130,7 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 	if err != nil {
 		return nil, err
 	}
-	fd := g.cfg.JS.DDoc(ddocJSON)
+	fd := g.cfg.JS.DDoc(db, ddocJSON)
 	return func(ctx context.Context, doc []byte) (bool, error) {
 		out, err := fd.Filter(ctx, src, [][]byte{doc}, jreq)
 		if err != nil {

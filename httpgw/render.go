@@ -142,7 +142,7 @@ func (g *Gateway) handleShow(rq *req, db, ddocID string, rest []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := g.cfg.JS.DDoc(ddoc).Show(rq.ctx, src, doc, jreq)
+	resp, err := g.cfg.JS.DDoc(db, ddoc).Show(rq.ctx, src, doc, jreq)
 	if err != nil {
 		return renderErr(err)
 	}
@@ -192,7 +192,7 @@ func (g *Gateway) handleUpdate(rq *req, db, ddocID string, rest []string) error 
 	if err != nil {
 		return err
 	}
-	newDoc, resp, err := g.cfg.JS.DDoc(ddoc).Update(rq.ctx, src, doc, jreq)
+	newDoc, resp, err := g.cfg.JS.DDoc(db, ddoc).Update(rq.ctx, src, doc, jreq)
 	if err != nil {
 		return renderErr(err)
 	}
@@ -316,7 +316,7 @@ func (g *Gateway) handleList(rq *req, db, ddocID string, rest []string) error {
 	// that fails before sending anything is answered 500 (CouchDB's
 	// answer too), with the headers start() gave
 	lw := &listWriter{rq: rq, g: g}
-	err = g.cfg.JS.DDoc(ddoc).ListStream(ctx, src, head, jreq, next, lw.start, lw.send)
+	err = g.cfg.JS.DDoc(db, ddoc).ListStream(ctx, src, head, jreq, next, lw.start, lw.send)
 	cancel()
 	verr := <-viewDone
 	if err == nil && verr != nil && !errors.Is(verr, context.Canceled) {

@@ -136,7 +136,7 @@ func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src s
 	if g.cfg.JS == nil {
 		return newErr(500, "internal_error", "no JavaScript here")
 	}
-	if err := g.cfg.JS.Compile(src); err != nil {
+	if err := g.cfg.JS.DDoc(db, ddoc).Compile(src); err != nil {
 		// at run time a function that does not compile is 500 (400 is
 		// the answer to saving it)
 		var je *couchjs.Error
@@ -167,7 +167,7 @@ func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src s
 	if jreq, err = json.Marshal(m); err != nil {
 		return err
 	}
-	resp, err := g.cfg.JS.DDoc(ddoc).Show(rq.ctx, rewriteRunner(src), []byte("{}"), jreq)
+	resp, err := g.cfg.JS.DDoc(db, ddoc).Show(rq.ctx, rewriteRunner(src), []byte("{}"), jreq)
 	if err != nil {
 		var je *couchjs.Error
 		if errors.As(err, &je) && je.Code == "render_error" && strings.HasPrefix(je.Reason, "function raised error: ") {

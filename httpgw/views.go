@@ -569,7 +569,7 @@ func (g *Gateway) runView(rq *req, db, ddocID string, ddoc []byte, def *views.De
 	var reducer *views.Reducer
 	if isReduce {
 		var err error
-		if reducer, err = views.NewReducer(g.cfg.JS, v.Reduce); err != nil {
+		if reducer, err = views.NewReducer(views.JSSandbox(g.cfg.JS, db, def), v.Reduce); err != nil {
 			return err
 		}
 	}

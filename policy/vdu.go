@@ -10,6 +10,7 @@ import (
 
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
+	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/docjson"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/revtree"
@@ -41,9 +42,9 @@ type designEntry struct {
 
 // vduFn is one design doc's validate_doc_update and the doc it runs with.
 type vduFn struct {
-	id   string
-	src  string
-	ddoc []byte
+	id  string
+	src string
+	sb  *couchjs.DDoc // the design doc's sandbox, found once per load
 }
 
 // ForgetDesigns drops what the policy holds of db's design docs (one was
@@ -71,7 +72,7 @@ func (p *Policy) validators(ctx context.Context, db string) ([]vduFn, error) {
 		}
 		var src string
 		if json.Unmarshal(d["validate_doc_update"], &src) == nil && strings.TrimSpace(src) != "" {
-			fns = append(fns, vduFn{id: id, src: src, ddoc: append([]byte(nil), body...)})
+			fns = append(fns, vduFn{id: id, src: src, sb: p.cfg.JS.DDoc(db, append([]byte(nil), body...))})
 		}
 	})
 	if err != nil {
@@ -107,7 +108,7 @@ func (p *Policy) runValidators(ctx context.Context, s *Subject, db string, fns [
 	}
 	userCtx := s.UserCtx(db)
 	for _, f := range fns {
-		if err := p.cfg.JS.DDoc(f.ddoc).ValidateDocUpdate(ctx, f.src, newDoc, old, userCtx, sec.Raw); err != nil {
+		if err := f.sb.ValidateDocUpdate(ctx, f.src, newDoc, old, userCtx, sec.Raw); err != nil {
 			return err // a *couchjs.Error: the gateway's table gives its status
 		}
 	}

@@ -62,6 +62,7 @@ type index struct {
 	ks      keyspace
 	def     *Def
 	maps    mapper
+	js      *couchjs.DDoc // where the JavaScript reduces run (JSSandbox)
 	changes Changes
 	log     *slog.Logger
 	// sinceWrite is how long ago the node last began committing a user

@@ -148,7 +148,7 @@ func GroupKey(key []byte, level int) []byte {
 // reducePage reduces the range's rows group by group; a page ends after
 // limit groups, the next starting at the first row of the group after.
 func (s *Service) reducePage(ctx context.Context, x *index, txn *badger.Txn, v int, q *pb.ViewQuery, limit int, reply *pb.ViewReply) error {
-	red, err := newReducer(s.cfg.JS, x.def.Views[v].Reduce)
+	red, err := newReducer(x.js, x.def.Views[v].Reduce)
 	if err != nil {
 		return err
 	}

@@ -12,14 +12,15 @@ import (
 // view's JavaScript.
 type Reducer struct {
 	builtin reduce.Builtin
-	js      *couchjs.Pool
+	js      *couchjs.DDoc
 	src     string
 }
 
-func newReducer(js *couchjs.Pool, src string) (*Reducer, error) { return NewReducer(js, src) }
+func newReducer(js *couchjs.DDoc, src string) (*Reducer, error) { return NewReducer(js, src) }
 
-// NewReducer is the reducer of a view's reduce source.
-func NewReducer(js *couchjs.Pool, src string) (*Reducer, error) {
+// NewReducer is the reducer of a view's reduce source; JavaScript runs in
+// the sandbox js (JSSandbox: the one of the view's map functions).
+func NewReducer(js *couchjs.DDoc, src string) (*Reducer, error) {
 	if strings.HasPrefix(strings.TrimSpace(src), "_") {
 		b, ok := reduce.Lookup(strings.TrimSpace(src))
 		if !ok {
@@ -59,4 +60,14 @@ func (r *Reducer) Final(red []byte) ([]byte, error) {
 		return r.builtin.Final(red)
 	}
 	return red, nil
+}
+
+// JSSandbox is the JavaScript sandbox of the index def of database db: its
+// map functions and its reduces, on every copy and in the coordinator's
+// rereduce, run there, apart from every other index's and design doc's
+// (couchjs.DDoc says why). Design docs of one database whose indexes are
+// the same (Def.Sig) share it, as they share the index. nil for a nil
+// pool.
+func JSSandbox(js *couchjs.Pool, db string, def *Def) *couchjs.DDoc {
+	return js.Sandbox(db, "views", def.SigHex())
 }

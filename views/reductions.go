@@ -123,7 +123,7 @@ func (ix *indexer) storeReductions(reds []bucketRed) {
 // group after.
 func (s *Service) groupReduce(ctx context.Context, ix *indexer, txn *badger.Txn, v int, q *pb.ViewQuery, limit int, reply *pb.ViewReply) error {
 	x := ix.x
-	red, err := newReducer(s.cfg.JS, x.def.Views[v].Reduce)
+	red, err := newReducer(x.js, x.def.Views[v].Reduce)
 	if err != nil {
 		return err
 	}

@@ -310,6 +310,7 @@ func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, d
 		return ix, nil
 	}
 	var maps mapper
+	sandbox := JSSandbox(s.cfg.JS, ref.Db, def)
 	if def.Language == "query" {
 		qm, err := newQueryMaps(def)
 		if err != nil {
@@ -321,13 +322,13 @@ func (s *Service) indexerFor(ref *pb.ShardRef, handle uint32, changes Changes, d
 		for i, v := range def.Views {
 			fns[i] = v.Map
 		}
-		js, err := s.cfg.JS.NewMapSet(fns, def.Lib)
+		js, err := sandbox.NewMapSet(fns, def.Lib)
 		if err != nil {
 			return nil, err
 		}
 		maps = js
 	}
-	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, changes: changes, refresh: s.cfg.BackgroundRefresh,
+	x := &index{db: s.cfg.DB, ks: keyspace{indexPrefix(handle, def.Sig)}, def: def, maps: maps, js: sandbox, changes: changes, refresh: s.cfg.BackgroundRefresh,
 		log: s.cfg.Logger.With("ddoc", def.ID, "sig", def.SigHex()), sinceWrite: s.cfg.SinceWrite,
 		tasks: s.cfg.Tasks, shardName: shardName(ref), partitioned: partitioned}
 	ix, err := startIndexer(x, &s.wg)
