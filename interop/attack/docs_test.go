@@ -97,8 +97,8 @@ const (
 		"e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70"
 )
 
-func writePath(name, knownBad string, send func(e *env) response, want ...any) attackCase {
-	return attackCase{name: "vdu-" + name, role: "member", knownBad: knownBad,
+func writePath(name, family string, send func(e *env) response, want ...any) attackCase {
+	return attackCase{name: "vdu-" + name, role: "member", family: family,
 		setup: func(e *env) { vduDB(e) },
 		attack: func(e *env) {
 			r := send(e)
@@ -156,7 +156,7 @@ func init() {
 			bulkErr(e, r, 0, "forbidden")
 			return r
 		}),
-		attackCase{name: "3-bulk-repeated-id-next-rev", role: "member", knownBad: "3",
+		attackCase{name: "3-bulk-repeated-id-next-rev", role: "member", family: "3",
 			setup: func(e *env) { vduDB(e) },
 			attack: func(e *env) {
 				body := `{"owner":"a","v":1}`
@@ -170,7 +170,7 @@ func init() {
 					e.t.Errorf("t is %v, want v:1 without forbidden", d)
 				}
 			}},
-		attackCase{name: "3-bulk-repeated-id-after-delete", role: "member", knownBad: "3",
+		attackCase{name: "3-bulk-repeated-id-after-delete", role: "member", family: "3",
 			setup: func(e *env) {
 				vduDB(e)
 				e.v["yrev"] = e.put(e.v["db"], "y", map[string]any{"v": 1})
@@ -181,7 +181,7 @@ func init() {
 			},
 			readBack: noForbidden},
 
-		attackCase{name: "2-attachment-csp", role: "member", knownBad: "2",
+		attackCase{name: "2-attachment-csp", role: "member", family: "2",
 			setup: func(e *env) { vduDB(e) },
 			attack: func(e *env) {
 				rev := e.v["okrev"]
@@ -203,7 +203,7 @@ func init() {
 				}
 			}},
 
-		attackCase{name: "8-md5-collision", role: "member", knownBad: "8",
+		attackCase{name: "8-md5-collision", role: "member", family: "8",
 			setup: func(e *env) {
 				e.v["db"] = e.db("md5", []string{e.a.name, e.b.name}, nil, "q=1")
 			},
@@ -248,8 +248,8 @@ func init() {
 	)
 }
 
-func utf8Case(name, knownBad, method, path string, body any, want ...any) attackCase {
-	return attackCase{name: "10-utf8-" + name, role: "dbadmin", knownBad: knownBad,
+func utf8Case(name, family, method, path string, body any, want ...any) attackCase {
+	return attackCase{name: "10-utf8-" + name, role: "dbadmin", family: family,
 		setup: func(e *env) {
 			e.v["db"] = e.db("utf8", nil, []string{e.a.name})
 			e.put(e.v["db"], "ok", map[string]any{"v": 1})

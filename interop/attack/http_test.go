@@ -7,8 +7,8 @@ import (
 
 // openRedirect is attack 9: a good login with a next that leaves the
 // server must not answer a Location leaving it.
-func openRedirect(name, knownBad, next string, want ...any) attackCase {
-	return attackCase{name: "9-session-next-" + name, role: "user", knownBad: knownBad,
+func openRedirect(name, family, next string, want ...any) attackCase {
+	return attackCase{name: "9-session-next-" + name, role: "user", family: family,
 		attack: func(e *env) {
 			r := e.req(anonymous, "POST", "/_session?next="+url.QueryEscape(next),
 				"name="+url.QueryEscape(e.a.name)+"&password="+url.QueryEscape(e.a.pw),
@@ -33,8 +33,8 @@ func openRedirect(name, knownBad, next string, want ...any) attackCase {
 
 // pathTrick asks for an admin-only resource by a path a router may read
 // differently; anonymous and a user are both refused.
-func pathTrick(name, knownBad, method, path string, body any) attackCase {
-	return attackCase{name: "path-" + name, role: "user", knownBad: knownBad,
+func pathTrick(name, family, method, path string, body any) attackCase {
+	return attackCase{name: "path-" + name, role: "user", family: family,
 		attack: func(e *env) {
 			for _, w := range []who{anonymous, e.a} {
 				r := e.req(w, method, strings.ReplaceAll(path, "EVIL", e.name("evil")), body)
@@ -59,7 +59,7 @@ func init() {
 		openRedirect("not-a-path", "9", "x", 400, "bad_request"),
 		openRedirect("own-path", "", "/_utils/"),
 	}
-	for _, p := range []struct{ name, knownBad, path string }{
+	for _, p := range []struct{ name, family, path string }{
 		{"plain", "", "/_node/_local/_config"},
 		{"double-slash", "", "//_node/_local/_config"},
 		{"encoded-underscore", "", "/%5Fnode/_local/_config"},
@@ -71,8 +71,8 @@ func init() {
 		{"trailing-slash", "", "/_node/_local/_config/"},
 	} {
 		cases = append(cases,
-			pathTrick("get-"+p.name, p.knownBad, "GET", p.path, nil),
-			pathTrick("put-"+p.name, p.knownBad, "PUT", p.path+"/admins/EVIL", `"evil-pw"`))
+			pathTrick("get-"+p.name, p.family, "GET", p.path, nil),
+			pathTrick("put-"+p.name, p.family, "PUT", p.path+"/admins/EVIL", `"evil-pw"`))
 	}
 	cases = append(cases,
 		attackCase{name: "console-csrf", role: "admin", setteeOnly: "the web console at /_utils/ is settee's",

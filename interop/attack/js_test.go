@@ -31,7 +31,7 @@ func views(e *env, w who, db, prefix, mapSrc string) []response {
 // sees: prototypes and globals stay the ddoc's own.
 func init() {
 	addGroup("js",
-		attackCase{name: "6-array-prototype", role: "dbadmin", knownBad: "6",
+		attackCase{name: "6-array-prototype", role: "dbadmin", family: "6",
 			setup: func(e *env) {
 				e.v["A"] = e.db("a", nil, []string{e.a.name})
 				e.put(e.v["A"], "d", map[string]any{"v": 1})
@@ -59,7 +59,7 @@ func init() {
 					e.t.Errorf("B holds refused docs: %s", s)
 				}
 			}},
-		attackCase{name: "6-global-between-ddocs", role: "dbadmin", knownBad: "6",
+		attackCase{name: "6-global-between-ddocs", role: "dbadmin", family: "6",
 			setup: func(e *env) {
 				e.v["A"] = e.db("a", nil, []string{e.a.name})
 				e.put(e.v["A"], "d", map[string]any{"v": 1})
@@ -75,7 +75,7 @@ func init() {
 					}
 				}
 			}},
-		attackCase{name: "6-global-object-escape", role: "dbadmin", knownBad: "6",
+		attackCase{name: "6-global-object-escape", role: "dbadmin", family: "6",
 			setup: func(e *env) {
 				e.v["A"] = e.db("a", nil, []string{e.a.name})
 				e.put(e.v["A"], "d", map[string]any{"v": 1})

@@ -57,8 +57,8 @@ func noSecretIn(e *env, db string) {
 	}
 }
 
-func replicatorCase(name, knownBad string, doc func(e *env) map[string]any, readBack func(e *env)) attackCase {
-	return attackCase{name: name, role: "user", knownBad: knownBad,
+func replicatorCase(name, family string, doc func(e *env) map[string]any, readBack func(e *env)) attackCase {
+	return attackCase{name: name, role: "user", family: family,
 		setup: secretDB,
 		attack: func(e *env) {
 			r := repDoc(e, e.a, e.id, doc(e))
@@ -97,7 +97,7 @@ func init() {
 		}, func(e *env) {
 			e.refused(e.admin("GET", "/"+e.name("created"), nil), 404, "not_found")
 		}),
-		attackCase{name: "4-replicator-admin-user-into-users", role: "user", knownBad: "4",
+		attackCase{name: "4-replicator-admin-user-into-users", role: "user", family: "4",
 			setup: func(e *env) {
 				e.v["mine"] = e.db("mine", nil, []string{e.a.name})
 				e.put(e.v["mine"], "org.couchdb.user:"+e.name("evil"), map[string]any{
@@ -123,7 +123,7 @@ func init() {
 					e.t.Errorf("_users holds a user with _admin: %s", r)
 				}
 			}},
-		attackCase{name: "4-replicator-credentials-hidden", role: "user", knownBad: "4",
+		attackCase{name: "4-replicator-credentials-hidden", role: "user", family: "4",
 			setup: func(e *env) {
 				e.v["mine"] = e.db("mine", nil, []string{e.a.name})
 				r := repDoc(e, e.a, e.id, map[string]any{"source": e.dbURL(e.a, e.v["mine"]), "target": e.dbURL(e.a, e.v["mine"]+"-copy"), "continuous": true})
@@ -164,7 +164,7 @@ func init() {
 		replicateIntoVDU("http-as-member", "", func(e *env) map[string]any {
 			return map[string]any{"source": e.dbURL(e.tg.admin, e.v["src"]), "target": e.dbURL(e.a, e.v["db"])}
 		}),
-		attackCase{name: "5-replicate-plain-password-into-users", role: "admin", knownBad: "",
+		attackCase{name: "5-replicate-plain-password-into-users", role: "admin", family: "",
 			setup: func(e *env) {
 				e.v["src"] = e.db("src", nil, nil)
 				e.put(e.v["src"], "org.couchdb.user:"+e.name("plain"), map[string]any{
@@ -186,8 +186,8 @@ func init() {
 	)
 }
 
-func replicateIntoVDU(name, knownBad string, body func(e *env) map[string]any) attackCase {
-	return attackCase{name: "5-replicate-into-vdu-" + name, role: "admin", knownBad: knownBad,
+func replicateIntoVDU(name, family string, body func(e *env) map[string]any) attackCase {
+	return attackCase{name: "5-replicate-into-vdu-" + name, role: "admin", family: family,
 		setup: func(e *env) {
 			vduDB(e)
 			e.v["src"] = e.db("src", nil, nil)

@@ -12,10 +12,8 @@
 // PUT /_node/_local/_config/…. CouchDB passing a case shows its
 // expectation is right.
 //
-// A case that settee fails today names its attack in knownBad and is
-// skipped on settee (never on CouchDB) unless SETTEE_ATTACK_ALL is set:
-//
-//	SETTEE_ATTACK_ALL=1 go test ./interop/attack/
+// A case names in family the attack of issue 34 it belongs to (1-10; ""
+// for the other families): every case runs on both targets.
 package attack
 
 import (
@@ -25,7 +23,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -318,9 +315,8 @@ type attackCase struct {
 	name string
 	// role is who attacks: anonymous, user, member, dbadmin, admin
 	role string
-	// knownBad names the attack (its number) when settee fails the case
-	// today: skipped on settee unless SETTEE_ATTACK_ALL is set
-	knownBad string
+	// family is the attack (issue 34's number) the case is of
+	family string
 	// setteeOnly: CouchDB has no such thing (the console)
 	setteeOnly string
 	setup      func(e *env)
@@ -359,9 +355,6 @@ func runGroup(t *testing.T, tg *target, g group) {
 	for _, c := range g.cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if tg.settee && c.knownBad != "" && os.Getenv("SETTEE_ATTACK_ALL") == "" {
-				t.Skipf("fails on settee today (attack %s); SETTEE_ATTACK_ALL=1 runs it", c.knownBad)
-			}
 			if !tg.settee && c.setteeOnly != "" {
 				t.Skipf("settee only: %s", c.setteeOnly)
 			}

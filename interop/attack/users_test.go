@@ -14,9 +14,9 @@ import (
 // password hash of its own (10 iterations) so that the doc it wrote is
 // the one authentication reads. rolesJSON is the doc's roles members as
 // raw JSON.
-func selfAdmin(name, rolesJSON, knownBad string) attackCase {
+func selfAdmin(name, rolesJSON, family string) attackCase {
 	return attackCase{
-		name: "1-self-admin-" + name, role: "user", knownBad: knownBad,
+		name: "1-self-admin-" + name, role: "user", family: family,
 		attack: func(e *env) {
 			doc := e.get(e.tg.admin, "/_users/org.couchdb.user:"+e.a.name)
 			salt := "00112233445566778899aabbccddeeff"
@@ -62,9 +62,9 @@ func selfAdmin(name, rolesJSON, knownBad string) attackCase {
 
 // usersLeak is attack 7: user a, a member of _users, asks for user b's
 // doc in every way there is; nothing of b's password hash may show.
-func usersLeak(name, knownBad string, send func(e *env, bid string) response, want ...any) attackCase {
+func usersLeak(name, family string, send func(e *env, bid string) response, want ...any) attackCase {
 	return attackCase{
-		name: "7-users-leak-" + name, role: "user", knownBad: knownBad,
+		name: "7-users-leak-" + name, role: "user", family: family,
 		attack: func(e *env) {
 			bid := "org.couchdb.user:" + e.b.name
 			doc := e.get(e.tg.admin, "/_users/"+bid)
