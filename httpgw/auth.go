@@ -471,9 +471,9 @@ func (g *Gateway) setSessionCookie(rq *req, c *authConf, v string) {
 func (rq *req) who() *policy.Subject {
 	if rq.subj == nil {
 		if rq.user == nil {
-			rq.subj = &policy.Subject{}
+			rq.subj = policy.ForRequest("", nil, false)
 		} else {
-			rq.subj = policy.NewSubject(rq.user.Name, rq.user.Roles, rq.user.Admin)
+			rq.subj = policy.ForRequest(rq.user.Name, rq.user.Roles, rq.user.Admin)
 		}
 	}
 	return rq.subj

@@ -329,24 +329,18 @@ func (g *Gateway) handleSecurity(rq *req, db string) error {
 		if err != nil {
 			return err
 		}
-		// read as every check reads it (package rights: exact names, a
-		// repeated one's last value), and stored as CouchDB stores it,
-		// each repeated name once, so GET _security shows what is granted
 		if !docjson.Valid(b) {
 			return errInvalidJSON
 		}
-		if _, err := rights.ParseSecurity(b); err != nil {
+		// who may, how it is read and stored: the policy's
+		if err := g.pol.SetSecurity(rq.ctx, rq.who(), db, b); err != nil {
 			var se *rights.SecurityError
-			if errors.As(err, &se) {
+			switch {
+			case errors.As(err, &se):
 				return badRequest(se.Member + " must be a JSON object with string arrays names and roles")
+			case errors.Is(err, rights.ErrSecurity), errors.Is(err, rights.ErrInvalid):
+				return errInvalidJSON
 			}
-			return errInvalidJSON
-		}
-		compact, err := rights.Dedupe(b)
-		if err != nil {
-			return errInvalidJSON
-		}
-		if err := g.c.SetMeta(rq.ctx, db, &pb.SetMeta{Security: compact}); err != nil {
 			return err
 		}
 		return g.writeJSON(rq, 200, okBody)

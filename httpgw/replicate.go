@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/settee/settee/policy"
 )
 
 // Replicator runs replications; node wires the replicator's scheduler in.
@@ -39,7 +41,7 @@ func (g *Gateway) handleReplicate(rq *req) error {
 	if err != nil {
 		return err
 	}
-	st, out := g.cfg.Replicator.Replicate(rq.ctx, b)
+	st, out := g.cfg.Replicator.Replicate(policy.WithSubject(rq.ctx, rq.who()), b)
 	return g.writeJSON(rq, st, out)
 }
 

@@ -66,22 +66,29 @@ func New(cfg Config) *Policy {
 
 // Subject is who acts: a user as the authentication handlers found it,
 // or, for a replication job, the user it runs as. The zero value is the
-// anonymous user. A Subject is made per request and remembers the
-// security objects it was checked against, so one request reads each
-// database's _security once.
+// anonymous user. A request's subject (ForRequest) remembers the security
+// objects it was checked against, so one request reads each database's
+// _security once; a job's does not (it lives longer than a _security).
 type Subject struct {
 	Name  string
 	Roles []string
 	// ServerAdmin: the user is a server admin (its roles hold "_admin").
 	ServerAdmin bool
 
-	mu  sync.Mutex
-	sec map[string]*Security
+	remember bool
+	mu       sync.Mutex
+	sec      map[string]*Security
 }
 
 // NewSubject is the subject for a named user (name "" is anonymous).
 func NewSubject(name string, roles []string, serverAdmin bool) *Subject {
 	return &Subject{Name: name, Roles: roles, ServerAdmin: serverAdmin}
+}
+
+// ForRequest is the subject of one request: it remembers each database's
+// security object for the request's life.
+func ForRequest(name string, roles []string, serverAdmin bool) *Subject {
+	return &Subject{Name: name, Roles: roles, ServerAdmin: serverAdmin, remember: true}
 }
 
 // Admin is a server admin acting as the node itself (local replications
@@ -91,6 +98,21 @@ func Admin(name string) *Subject {
 }
 
 func (s *Subject) anonymous() bool { return s == nil || s.Name == "" && !s.ServerAdmin }
+
+type subjectKey struct{}
+
+// WithSubject carries s in ctx to work started on its behalf that
+// outlives no request but is handed over by interfaces that take none (a
+// transient replication started by POST /_replicate).
+func WithSubject(ctx context.Context, s *Subject) context.Context {
+	return context.WithValue(ctx, subjectKey{}, s)
+}
+
+// SubjectFrom is the subject WithSubject put in ctx (nil: none).
+func SubjectFrom(ctx context.Context) *Subject {
+	s, _ := ctx.Value(subjectKey{}).(*Subject)
+	return s
+}
 
 // UserCtx is the subject as CouchDB's functions see it: {db, name, roles}.
 func (s *Subject) UserCtx(db string) []byte {
@@ -155,7 +177,7 @@ func (g Group) match(s *Subject) bool {
 
 // Security reads db's security object, once per subject and database.
 func (p *Policy) Security(ctx context.Context, s *Subject, db string) (*Security, error) {
-	if s != nil {
+	if s != nil && s.remember {
 		s.mu.Lock()
 		sec := s.sec[db]
 		s.mu.Unlock()
@@ -171,7 +193,7 @@ func (p *Policy) Security(ctx context.Context, s *Subject, db string) (*Security
 	if err != nil {
 		return nil, err
 	}
-	if s != nil {
+	if s != nil && s.remember {
 		s.mu.Lock()
 		if s.sec == nil {
 			s.sec = map[string]*Security{}

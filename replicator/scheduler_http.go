@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -52,8 +53,16 @@ func (s *Scheduler) Replicate(ctx context.Context, body []byte) (int, []byte) {
 		return jsonErr(500, "replication_failed", "the replicator is shutting down")
 	}
 	if e == nil {
+		// the job writes to local databases as the server admin who
+		// asked for it (its name the VDUs' userCtx)
+		// (a subject of its own: the request's remembers security objects
+		// as they were during the request)
+		who := policy.Admin("")
+		if s := policy.SubjectFrom(ctx); s != nil && s.ServerAdmin {
+			who = policy.Admin(s.Name)
+		}
 		e = &entry{repID: repID, baseID: rep.BaseID(s.cfg.ServerUUID), rep: rep, state: "pending",
-			startTime: time.Now(), stats: &pb.RepStats{}}
+			startTime: time.Now(), stats: &pb.RepStats{}, who: who}
 		e.event("added", "")
 		s.byID[repID] = e
 		s.startJob(e)
