@@ -56,7 +56,7 @@ type Config struct {
 type Policy struct {
 	cfg     Config
 	c       *coordinator.Coordinator
-	designs designs
+	designs designCache
 }
 
 // New builds a Policy.
