@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/settee/settee/couchjs"
-
-	pb "github.com/settee/settee/proto"
 )
 
 // jsReq is the request object CouchDB hands a design-doc function (its
@@ -77,19 +75,11 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 	if c.viewFilter != nil {
 		names, member = c.viewFilter, "views"
 	}
-	ddocID := "_design/" + names[0]
-	r, err := g.c.GetDocR(rq.ctx, db, &pb.GetDoc{Id: ddocID}, 1)
-	if err != nil || r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
+	ddoc, err := g.pol.Design(rq.ctx, db, "_design/"+names[0])
+	if err != nil {
 		return nil, errMissing
 	}
-	ddocJSON := appendDoc(r)
-	var ddoc map[string]json.RawMessage
-	if err := json.Unmarshal(ddocJSON, &ddoc); err != nil {
-		return nil, errMissing
-	}
-	var fns map[string]json.RawMessage
-	_ = json.Unmarshal(ddoc[member], &fns)
-	raw, ok := fns[names[1]]
+	raw, ok := ddoc.Func(member, names[1])
 	if !ok {
 		return nil, newErr(404, "not_found", "missing json key: "+names[1])
 	}
@@ -101,10 +91,10 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 			return nil, newErr(404, "not_found", "missing json key: map")
 		}
 		var lib map[string]any
-		var views map[string]json.RawMessage
-		_ = json.Unmarshal(ddoc["views"], &views)
-		_ = json.Unmarshal(views["lib"], &lib)
-		ms, err := g.cfg.JS.DDoc(db, ddocJSON).NewMapSet([]string{v.Map}, lib)
+		if raw, ok := ddoc.Func("views", "lib"); ok {
+			_ = json.Unmarshal(raw, &lib)
+		}
+		ms, err := ddoc.JS.NewMapSet([]string{v.Map}, lib)
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +120,7 @@ func (g *Gateway) changesDocFilter(rq *req, db string, c *changesReq) (func(cont
 	if err != nil {
 		return nil, err
 	}
-	fd := g.cfg.JS.DDoc(db, ddocJSON)
+	fd := ddoc.JS
 	return func(ctx context.Context, doc []byte) (bool, error) {
 		out, err := fd.Filter(ctx, src, [][]byte{doc}, jreq)
 		if err != nil {

@@ -27,28 +27,20 @@ type mangoIndex struct {
 
 // mangoIndexes lists db's Mango indexes: every view of every live
 // design doc with language "query", in design doc id then view name
-// order; views CouchDB would skip as invalid are left out.
+// order; views CouchDB would skip as invalid are left out. The policy's
+// design docs hold them (parsed once per doc and load).
 func (g *Gateway) mangoIndexes(rq *req, db string) ([]mangoIndex, error) {
-	return g.mangoIdx.get(db, func() ([]mangoIndex, error) { return g.readMangoIndexes(rq, db) })
-}
-
-func (g *Gateway) readMangoIndexes(rq *req, db string) ([]mangoIndex, error) {
+	ds, err := g.pol.Designs(rq.ctx, db)
+	if err != nil {
+		return nil, err
+	}
 	var out []mangoIndex
-	partitioned := g.isPartitioned(rq, db)
-	err := g.eachDesign(rq, db, func(id string, body []byte) {
-		if !bytes.Contains(body, []byte(`"query"`)) {
-			return // not a query-language design doc: no need to parse
+	for _, d := range ds {
+		for _, ix := range d.MangoIndexes() {
+			out = append(out, mangoIndex{ix: ix, ddoc: d.Body})
 		}
-		idxs, err := mango.ParseIndexDesign(withMembers(body, "_id", id), partitioned)
-		if err != nil {
-			return
-		}
-		ddoc := append([]byte(nil), body...)
-		for _, ix := range idxs {
-			out = append(out, mangoIndex{ix: ix, ddoc: ddoc})
-		}
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // withMembers is a stored body (a JSON object) with members put first:

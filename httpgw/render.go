@@ -12,6 +12,7 @@ import (
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -23,26 +24,19 @@ import (
 // (not on a {json: …} answer, which CouchDB sends as JSON), Vary: Accept
 // on a show.
 
-// designFn reads a design doc (its JSON) and its function member.name:
-// 404 missing without the doc, "missing json key: name" without the
-// function, as CouchDB.
-func (g *Gateway) designFn(rq *req, db, ddocID, member, name string) (string, []byte, error) {
-	r, err := g.c.GetDocR(rq.ctx, db, &pb.GetDoc{Id: ddocID}, 1)
-	if err != nil || r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
+// designFn is a design doc (from the policy's design docs) and its
+// function member.name: 404 missing without the doc (deleted or never
+// written), "missing json key: name" without the function, as CouchDB.
+func (g *Gateway) designFn(rq *req, db, ddocID, member, name string) (string, *policy.Design, error) {
+	d, err := g.pol.Design(rq.ctx, db, ddocID)
+	if err != nil {
 		return "", nil, errMissing
 	}
-	ddoc := appendDoc(r)
-	var d map[string]json.RawMessage
-	if err := json.Unmarshal(ddoc, &d); err != nil {
-		return "", nil, errMissing
-	}
-	var fns map[string]json.RawMessage
-	_ = json.Unmarshal(d[member], &fns)
-	var src string
-	if raw, ok := fns[name]; !ok || json.Unmarshal(raw, &src) != nil {
+	src, ok := d.Source(member, name)
+	if !ok {
 		return "", nil, newErr(404, "not_found", "missing json key: "+name)
 	}
-	return src, ddoc, nil
+	return src, d, nil
 }
 
 // renderErr is a render function's failure as CouchDB answers it: a
@@ -142,7 +136,7 @@ func (g *Gateway) handleShow(rq *req, db, ddocID string, rest []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := g.cfg.JS.DDoc(db, ddoc).Show(rq.ctx, src, doc, jreq)
+	resp, err := ddoc.JS.Show(rq.ctx, src, doc, jreq)
 	if err != nil {
 		return renderErr(err)
 	}
@@ -150,7 +144,7 @@ func (g *Gateway) handleShow(rq *req, db, ddocID string, rest []string) error {
 	// the client accepts (CouchDB's show ETag)
 	h := rq.w.Header()
 	h.Set("Vary", "Accept")
-	h.Set("Etag", etagOf([]byte(docRev+"\x00"+string(ddoc)+"\x00"+rq.r.Header.Get("Accept")+"\x00"+string(userCtxJSON(rq, db))+"\x00"+rq.r.URL.RawQuery)))
+	h.Set("Etag", etagOf([]byte(docRev+"\x00"+string(ddoc.Body)+"\x00"+rq.r.Header.Get("Accept")+"\x00"+string(userCtxJSON(rq, db))+"\x00"+rq.r.URL.RawQuery)))
 	return g.writeJSResponse(rq, resp, 200)
 }
 
@@ -192,7 +186,7 @@ func (g *Gateway) handleUpdate(rq *req, db, ddocID string, rest []string) error 
 	if err != nil {
 		return err
 	}
-	newDoc, resp, err := g.cfg.JS.DDoc(db, ddoc).Update(rq.ctx, src, doc, jreq)
+	newDoc, resp, err := ddoc.JS.Update(rq.ctx, src, doc, jreq)
 	if err != nil {
 		return renderErr(err)
 	}
@@ -316,7 +310,7 @@ func (g *Gateway) handleList(rq *req, db, ddocID string, rest []string) error {
 	// that fails before sending anything is answered 500 (CouchDB's
 	// answer too), with the headers start() gave
 	lw := &listWriter{rq: rq, g: g}
-	err = g.cfg.JS.DDoc(db, ddoc).ListStream(ctx, src, head, jreq, next, lw.start, lw.send)
+	err = ddoc.JS.ListStream(ctx, src, head, jreq, next, lw.start, lw.send)
 	cancel()
 	verr := <-viewDone
 	if err == nil && verr != nil && !errors.Is(verr, context.Canceled) {
@@ -426,9 +420,4 @@ func (w *listWriter) send(chunk string) error {
 		f.Flush()
 	}
 	return nil
-}
-
-// appendDoc renders a read doc as a function sees it.
-func appendDoc(r *pb.DocReply) []byte {
-	return couchdoc.Append(nil, r.Info.Id, r.Info, r.Bodies[0], nil)
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/settee/settee/couchjs"
-	pb "github.com/settee/settee/proto"
+	"github.com/settee/settee/policy"
 )
 
 // /db/_design/d/_rewrite/path…: the design doc's `rewrites` turns the
@@ -83,19 +83,14 @@ func (g *Gateway) handleRewrite(rq *req, db, ddocID string, rest []string) error
 	if n >= g.rewriteLimit() {
 		return badRequest("Exceeded rewrite recursion limit")
 	}
-	r, err := g.c.GetDocR(rq.ctx, db, &pb.GetDoc{Id: ddocID}, 1)
-	if err != nil || r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
-		return errMissing
-	}
-	if r.Bodies[0].Deleted {
+	ddoc, err := g.pol.Design(rq.ctx, db, ddocID)
+	if err == policy.ErrDesignDeleted {
 		return errDeleted
 	}
-	ddoc := appendDoc(r)
-	var d map[string]json.RawMessage
-	if err := json.Unmarshal(ddoc, &d); err != nil {
+	if err != nil {
 		return errMissing
 	}
-	raw := bytes.TrimSpace(d["rewrites"])
+	raw := bytes.TrimSpace(ddoc.Members["rewrites"])
 	switch {
 	case len(raw) > 0 && raw[0] == '[':
 		return g.rewriteRules(rq, db, ddocID, raw, rest, n)
@@ -132,11 +127,11 @@ func rewriteRunner(src string) string {
 		"return {json: ['ok', __rw]};\n}"
 }
 
-func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src string, n int) error {
+func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc *policy.Design, src string, n int) error {
 	if g.cfg.JS == nil {
 		return newErr(500, "internal_error", "no JavaScript here")
 	}
-	if err := g.cfg.JS.DDoc(db, ddoc).Compile(src); err != nil {
+	if err := ddoc.JS.Compile(src); err != nil {
 		// at run time a function that does not compile is 500 (400 is
 		// the answer to saving it)
 		var je *couchjs.Error
@@ -167,7 +162,7 @@ func (g *Gateway) rewriteFunction(rq *req, db, ddocID string, ddoc []byte, src s
 	if jreq, err = json.Marshal(m); err != nil {
 		return err
 	}
-	resp, err := g.cfg.JS.DDoc(db, ddoc).Show(rq.ctx, rewriteRunner(src), []byte("{}"), jreq)
+	resp, err := ddoc.JS.Show(rq.ctx, rewriteRunner(src), []byte("{}"), jreq)
 	if err != nil {
 		var je *couchjs.Error
 		if errors.As(err, &je) && je.Code == "render_error" && strings.HasPrefix(je.Reason, "function raised error: ") {

@@ -26,7 +26,6 @@ import (
 	"github.com/settee/settee/onewrite"
 	"github.com/settee/settee/policy"
 	"github.com/settee/settee/tasks"
-	"github.com/settee/settee/views"
 )
 
 // Databases creates, deletes and lists databases; node implements it.
@@ -99,10 +98,8 @@ type Gateway struct {
 	auth    *authenticator
 	// corsSnap is the CORS settings parsed from _config (cors.go)
 	corsSnap atomic.Pointer[corsSnapshot]
-	mangoIdx designCache[[]mangoIndex] // Mango indexes by database (mangoidx.go)
 	// console is the web console at /_utils (console.go)
 	console http.Handler
-	designs views.DesignCache // parsed design docs (views.go)
 	// findBufs holds the buffers _find's docs are rendered into
 	// (find.go), reused from one batch of docs to the next
 	findBufs bufPool

@@ -1,9 +1,6 @@
 package httpgw
 
 import (
-	"sync"
-	"time"
-
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
@@ -11,56 +8,15 @@ import (
 
 // What a write must pass (validate_doc_update, the _users rules, design
 // docs for admins) is the policy's: every write goes through
-// g.pol.Write with the request's user. What is here is the gateway's own
-// cache of what design docs define for its queries (Mango indexes).
+// g.pol.Write with the request's user. What design docs define for
+// queries (views, Mango indexes, shows, lists, updates, filters,
+// rewrites) the gateway asks the policy for too (Policy.Design,
+// Policy.Designs): one loader and one cache.
 
-const designTTL = time.Second
-
-// designCache keeps what a database's design docs define (its Mango
-// indexes), read at most once per designTTL, and at once after a design
-// doc is written through this node (forget).
-type designCache[T any] struct {
-	mu sync.Mutex
-	m  map[string]designEntry[T]
-}
-
-type designEntry[T any] struct {
-	v  T
-	at time.Time
-}
-
-func (c *designCache[T]) forget(db string) {
-	c.mu.Lock()
-	delete(c.m, db)
-	c.mu.Unlock()
-}
-
-// get answers db's entry, loaded anew when older than designTTL.
-func (c *designCache[T]) get(db string, load func() (T, error)) (T, error) {
-	c.mu.Lock()
-	e, ok := c.m[db]
-	c.mu.Unlock()
-	if ok && time.Since(e.at) < designTTL {
-		return e.v, nil
-	}
-	v, err := load()
-	if err != nil {
-		return v, err
-	}
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[string]designEntry[T]{}
-	}
-	c.m[db] = designEntry[T]{v: v, at: time.Now()}
-	c.mu.Unlock()
-	return v, nil
-}
-
-// forgetDesigns drops what the caches hold of db's design docs (a design
+// forgetDesigns drops what the policy holds of db's design docs (a design
 // doc was written).
 func (g *Gateway) forgetDesigns(db string) {
 	g.pol.ForgetDesigns(db)
-	g.mangoIdx.forget(db)
 }
 
 // userCtxJSON is the user as CouchDB's functions see it: {db, name, roles}.

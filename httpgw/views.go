@@ -13,6 +13,7 @@ import (
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/docjson"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/views"
 )
@@ -326,27 +327,23 @@ func (g *Gateway) handleDesignPath(rq *req, db, ddocID string, rest []string) er
 	return errMissing
 }
 
-// loadDesign reads a design doc and its views.
+// loadDesign is a design doc (as its functions see it) and its views,
+// from the policy's design docs.
 func (g *Gateway) loadDesign(rq *req, db, ddocID string) ([]byte, *views.Def, error) {
-	r, err := g.c.GetDocR(rq.ctx, db, &pb.GetDoc{Id: ddocID}, 1)
+	d, err := g.pol.Design(rq.ctx, db, ddocID)
+	if err == policy.ErrDesignDeleted {
+		return nil, nil, errDeleted
+	}
 	if err != nil {
 		if errors.Is(err, coordinator.ErrNotFound) {
 			return nil, nil, errMissing
 		}
 		return nil, nil, err
 	}
-	if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing {
-		return nil, nil, errMissing
+	if d.DefErr != nil {
+		return nil, nil, d.DefErr
 	}
-	if r.Bodies[0].Deleted {
-		return nil, nil, errDeleted
-	}
-	body := r.Bodies[0].Json
-	def, err := g.designs.Parse(ddocID, body)
-	if err != nil {
-		return nil, nil, err
-	}
-	return body, def, nil
+	return d.Body, d.Def, nil
 }
 
 func (g *Gateway) handleView(rq *req, db, ddocID, view, partition string) error {

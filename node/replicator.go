@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/settee/settee/actors"
+	"github.com/settee/settee/policy"
 	pb "github.com/settee/settee/proto"
 	"github.com/settee/settee/replicator"
 )
@@ -204,20 +205,20 @@ func (n *Node) createForReplicator(ctx context.Context, name string) error {
 // _changes?filter= would run, with a request object of its query.
 func (n *Node) replicationFilter(ctx context.Context, db, filter string, query map[string]string) (func(context.Context, []byte) (bool, error), error) {
 	ddocName, name, _ := strings.Cut(filter, "/")
-	r, err := n.coord.GetDocR(ctx, db, &pb.GetDoc{Id: "_design/" + ddocName}, 1)
+	d, err := n.pol.Design(ctx, db, "_design/"+ddocName)
+	if errors.Is(err, policy.ErrMissing) { // missing or deleted (both not_found)
+		return nil, fmt.Errorf("filter %s: no design doc _design/%s", filter, ddocName)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("filter %s: %w", filter, err)
 	}
-	if r.Info == nil || len(r.Bodies) == 0 || r.Bodies[0].Missing || r.Bodies[0].Deleted {
-		return nil, fmt.Errorf("filter %s: no design doc _design/%s", filter, ddocName)
-	}
-	var ddoc struct {
-		Filters map[string]string `json:"filters"`
-	}
-	if err := json.Unmarshal(r.Bodies[0].Json, &ddoc); err != nil || ddoc.Filters[name] == "" {
+	src, ok := d.Source("filters", name)
+	if !ok || src == "" {
 		return nil, fmt.Errorf("filter %s: missing json key: %s", filter, name)
 	}
-	src := ddoc.Filters[name]
+	if d.JS == nil {
+		return nil, fmt.Errorf("filter %s: no JavaScript here", filter)
+	}
 	if query == nil {
 		query = map[string]string{}
 	}
@@ -230,7 +231,7 @@ func (n *Node) replicationFilter(ctx context.Context, db, filter string, query m
 		return nil, err
 	}
 	return func(ctx context.Context, doc []byte) (bool, error) {
-		out, err := n.js.Filter(ctx, src, [][]byte{doc}, req)
+		out, err := d.JS.Filter(ctx, src, [][]byte{doc}, req)
 		if err != nil {
 			return false, err
 		}

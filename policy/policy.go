@@ -14,6 +14,13 @@
 // earlier entry's predicted revision), and every validate_doc_update of the
 // database with CouchDB's userCtx and secObj. A read passes the members
 // and, in _users, the own-doc-only rule.
+//
+// The policy is also the one loader and cache of design docs (Design,
+// Designs in designs.go): the validate_doc_update functions, the
+// gateway's views, shows, lists, updates, filters, rewrites and Mango
+// indexes, and a local replication's filter all come from it. The views
+// package keeps a DesignCache of its own: its index builder parses the
+// design doc bytes a query carries across the cluster, below the policy.
 package policy
 
 import (
@@ -56,7 +63,7 @@ type Config struct {
 type Policy struct {
 	cfg     Config
 	c       *coordinator.Coordinator
-	designs designs
+	designs designCache
 }
 
 // New builds a Policy.

@@ -2,13 +2,8 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
-	"strings"
-	"sync"
-	"time"
 
-	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchdoc"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/docjson"
@@ -20,83 +15,16 @@ import (
 // every write to the database passes each (CouchDB runs them on single
 // writes, _bulk_docs, attachments, COPY and replicated revisions alike,
 // with newDoc, oldDoc, userCtx and secObj, the design doc as `this`). A
-// write to a database without any costs a cache lookup: the functions are
-// read once a second per database, and at once after a design doc is
-// written through this node (other nodes' edits are seen within the
-// second, as CouchDB's ddoc cache follows edits a little late too).
-
-const designTTL = time.Second
-
-// designs keeps each database's validate_doc_update functions, read at
-// most once per designTTL, and at once after a design doc is written
-// through this node (ForgetDesigns).
-type designs struct {
-	mu sync.Mutex
-	m  map[string]designEntry
-}
-
-type designEntry struct {
-	fns []vduFn
-	at  time.Time
-}
+// write to a database without any costs a cache lookup: the functions
+// come with the database's design docs (designs.go), read once a second
+// per database, and at once after a design doc is written through this
+// node.
 
 // vduFn is one design doc's validate_doc_update and the doc it runs with.
 type vduFn struct {
 	id  string
 	src string
-	sb  *couchjs.DDoc // the design doc's sandbox, found once per load
-}
-
-// ForgetDesigns drops what the policy holds of db's design docs (one was
-// written or deleted).
-func (p *Policy) ForgetDesigns(db string) {
-	p.designs.mu.Lock()
-	delete(p.designs.m, db)
-	p.designs.mu.Unlock()
-}
-
-// validators are db's validate_doc_update functions, in design doc id
-// order.
-func (p *Policy) validators(ctx context.Context, db string) ([]vduFn, error) {
-	p.designs.mu.Lock()
-	e, ok := p.designs.m[db]
-	p.designs.mu.Unlock()
-	if ok && time.Since(e.at) < designTTL {
-		return e.fns, nil
-	}
-	var fns []vduFn
-	err := EachDesign(ctx, p.c, db, func(id string, body []byte) {
-		var d map[string]json.RawMessage
-		if json.Unmarshal(body, &d) != nil {
-			return
-		}
-		var src string
-		if json.Unmarshal(d["validate_doc_update"], &src) == nil && strings.TrimSpace(src) != "" {
-			fns = append(fns, vduFn{id: id, src: src, sb: p.cfg.JS.DDoc(db, append([]byte(nil), body...))})
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.designs.mu.Lock()
-	if p.designs.m == nil {
-		p.designs.m = map[string]designEntry{}
-	}
-	p.designs.m[db] = designEntry{fns: fns, at: time.Now()}
-	p.designs.mu.Unlock()
-	return fns, nil
-}
-
-// EachDesign calls f with the id and body of each live design doc of db,
-// in id order.
-func EachDesign(ctx context.Context, c *coordinator.Coordinator, db string, f func(id string, body []byte)) error {
-	q := coordinator.RangeQuery{StartKey: "_design/", EndKey: "_design0", HasStart: true, HasEnd: true, IncludeDocs: true, Limit: -1}
-	return c.AllDocs(ctx, db, q, func(row *pb.Row) error {
-		if row.Json != nil && row.Info != nil && !row.Info.Deleted {
-			f(row.Info.Id, row.Json)
-		}
-		return nil
-	})
+	sb  *couchjs.DDoc // the design doc's sandbox (Design.JS)
 }
 
 // runValidators runs each function with the design doc it belongs to as
