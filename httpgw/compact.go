@@ -123,6 +123,7 @@ func (g *Gateway) handlePurge(rq *req, db string) error {
 		return badRequest("Exceeded maximum number of revisions.")
 	}
 	results, err := g.c.Purge(rq.ctx, db, reqs)
+	g.forgetDesigns(db) // a purged design doc must not be served from the cache
 	if err != nil {
 		return err
 	}
