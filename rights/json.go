@@ -31,7 +31,7 @@ var ErrInvalid = errors.New("rights: invalid JSON")
 func Decode(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return nil, ErrInvalid
 	}
@@ -54,7 +54,16 @@ func DecodeObject(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+// maxDepth bounds nesting as docjson's scanner does (512) for what the
+// gateway accepts: a deeper value is refused, not followed down the stack.
+const maxDepth = 512
+
+var errTooDeep = errors.New("rights: JSON nested too deep")
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errTooDeep
+	}
 	t, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -73,7 +82,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 				if !ok {
 					return nil, ErrInvalid
 				}
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -86,7 +95,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		case '[':
 			l := []any{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -115,7 +124,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 func Dedupe(b []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeOrdered(dec)
+	v, err := decodeOrdered(dec, 0)
 	if err != nil {
 		return nil, ErrInvalid
 	}
@@ -135,7 +144,10 @@ type member struct {
 // ordered is an object whose members keep their order.
 type ordered []member
 
-func decodeOrdered(dec *json.Decoder) (any, error) {
+func decodeOrdered(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errTooDeep
+	}
 	t, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -154,7 +166,7 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 				if !ok {
 					return nil, ErrInvalid
 				}
-				v, err := decodeOrdered(dec)
+				v, err := decodeOrdered(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -178,7 +190,7 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 		case '[':
 			l := []any{}
 			for dec.More() {
-				v, err := decodeOrdered(dec)
+				v, err := decodeOrdered(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
