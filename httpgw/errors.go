@@ -74,6 +74,7 @@ var codeStatus = map[string]int{
 	"illegal_partition":        400,
 	"partition_overflow":       403,
 	"document_too_large":       413,
+	"attachment_too_large":     413,
 	"internal_error":           500,
 	"request_entity_too_large": 413,
 	// design docs and their JavaScript (views, couchjs)

@@ -1,6 +1,7 @@
 package httpgw_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/settee/settee/internal/testserver"
@@ -96,4 +97,25 @@ func TestSystemDBReadRulesAsCouchDB(t *testing.T) {
 	t.Parallel()
 	cs := startCouchDB(t)
 	runSteps(t, cs.URL, cs.User, cs.Password, "", systemReadSteps)
+}
+
+// A local replication writes through the policy too: the target's size
+// limit refuses a doc over it (the HTTP write paths refuse the request
+// whole before the policy sees it; settee only: CouchDB has no local
+// endpoints).
+func TestLocalReplicationMeetsTheSizeLimit(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	big := `{"pad":"` + strings.Repeat("x", 2000) + `"}`
+	runSteps(t, s.URL, testserver.AdminUser, testserver.AdminPassword, "", []wireStep{
+		{method: "PUT", path: "/szsrc", status: 201},
+		{method: "PUT", path: "/szsrc/big", body: big, status: 201},
+		{method: "PUT", path: "/szsrc/small", body: `{"v":1}`, status: 201},
+		{method: "PUT", path: "/_node/_local/_config/couchdb/max_document_size", body: `"1000"`, status: 200},
+		{method: "PUT", path: "/szsrc/big2", body: big, status: 413, err: "document_too_large"},
+		{method: "POST", path: "/_replicate", body: `{"source":"szsrc","target":"szdst","create_target":true}`, status: 200,
+			inBody: `"doc_write_failures":1`},
+		{method: "GET", path: "/szdst/small", status: 200},
+		{method: "GET", path: "/szdst/big", status: 404},
+	})
 }

@@ -102,6 +102,10 @@ func (p *Policy) Check(ctx context.Context, s *Subject, db string, docs []*pb.Do
 			}
 			continue
 		}
+		if lerr := p.checkSizes(u); lerr != nil {
+			refused[i] = lerr
+			continue
+		}
 		var rerr error
 		switch {
 		case db == UsersDB:
@@ -255,6 +259,37 @@ func (p *Policy) CheckLocal(ctx context.Context, s *Subject, db, id string) erro
 	}
 	if db == UsersDB && !s.anonymous() && !p.UsersAdmin(ctx, s) {
 		return ErrMissing
+	}
+	return nil
+}
+
+// Limits are the node's size limits (couchdb/max_document_size and
+// max_attachment_size, live); the node's Settings have them.
+type Limits interface {
+	MaxDocumentSize() int64
+	MaxAttachmentSize() int64
+}
+
+// checkSizes refuses a doc or an attachment over the node's limits. The
+// gateway refuses an oversize HTTP request whole before it gets here, as
+// CouchDB does; this holds for every other writer (a local replication).
+func (p *Policy) checkSizes(u *pb.DocUpdate) *pb.Error {
+	l, ok := p.cfg.Settings.(Limits)
+	if !ok {
+		return nil
+	}
+	if max := l.MaxDocumentSize(); max > 0 && int64(len(u.Body)) > max {
+		return &pb.Error{Code: "document_too_large", Reason: u.Id}
+	}
+	max := l.MaxAttachmentSize()
+	for _, a := range u.Atts {
+		n := int64(len(a.Data))
+		if a.Length > 0 {
+			n = int64(a.Length) // the identity length of a compressed one
+		}
+		if max > 0 && n > max {
+			return &pb.Error{Code: "attachment_too_large", Reason: a.Name}
+		}
 	}
 	return nil
 }
