@@ -365,10 +365,12 @@ func runESSteps(t *testing.T, base, user, pw, db string) {
 		go func() {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			_, got, _ := rawRequest(t, rctx, base, user, pw, "GET", "/"+db+"/_changes?feed="+tc.feed+"&since=now&timeout=1000", "", nil)
+			_, got, _ := rawRequest(t, rctx, base, user, pw, "GET", "/"+db+"/_changes?feed="+tc.feed+"&since=now&timeout=3000", "", nil)
 			done <- got
 		}()
-		time.Sleep(500 * time.Millisecond) // the feed is waiting by then
+		// the feed is waiting by then; its timeout leaves a loaded machine
+		// time to make the write
+		time.Sleep(500 * time.Millisecond)
 		put(tc.id, "1-cccc")
 		if got := rowSeqRE.ReplaceAllString(string(<-done), `"<seq>"`); got != tc.want {
 			t.Errorf("%s with a change while it waits:\n got %q\nwant %q", tc.feed, got, tc.want)
