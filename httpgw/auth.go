@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -366,14 +368,24 @@ func (g *Gateway) handleSession(rq *req) error {
 				Name     *string `json:"name"`
 				Password string  `json:"password"`
 			}
-			if err := g.decodeJSON(rq, &body); err != nil {
+			if err := decodeJSONUpTo(rq, smallBody, &body); err != nil {
 				return err
 			}
 			if body.Name != nil {
 				name, pw, hasName = *body.Name, body.Password, true
 			}
 		case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
+			// a login is small: the form is read no further than one
+			b, err := rawBody(rq, smallBody)
+			if err != nil {
+				return err
+			}
+			rq.r.Body = io.NopCloser(b)
 			if err := rq.r.ParseForm(); err != nil {
+				var ce *couchError
+				if errors.As(err, &ce) {
+					return err
+				}
 				return badRequest("invalid form")
 			}
 			_, hasName = rq.r.PostForm["name"]

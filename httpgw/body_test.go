@@ -31,7 +31,7 @@ func FuzzGzipBody(f *testing.F) {
 		limit := int64(limit16)
 		r := httptest.NewRequest("POST", "/db/_bulk_docs", bytes.NewReader(body))
 		r.Header.Set("Content-Encoding", "gzip")
-		rq := &req{w: httptest.NewRecorder(), r: r}
+		rq := &req{w: httptest.NewRecorder(), r: r, g: &Gateway{}}
 		got, err := readBody(rq, limit)
 		switch {
 		case err == nil:

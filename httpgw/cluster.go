@@ -170,7 +170,7 @@ func (g *Gateway) handleNodesDB(rq *req, rest []string) error {
 			NodeAddr string `json:"node_addr"`
 			HTTPAddr string `json:"http_addr"`
 		}
-		if err := g.decodeJSON(rq, &body); err != nil {
+		if err := decodeJSONUpTo(rq, smallBody, &body); err != nil {
 			return err
 		}
 		if body.NodeAddr == "" {
@@ -245,7 +245,7 @@ func (g *Gateway) handleClusterSetup(rq *req) error {
 		// itself; CouchDB answers 201 whatever the other node says
 		RemoteNode json.RawMessage `json:"remote_node"`
 	}
-	if err := g.decodeJSON(rq, &body); err != nil {
+	if err := decodeJSONUpTo(rq, smallBody, &body); err != nil {
 		return err
 	}
 	if body.Action == "enable_single_node" {

@@ -238,6 +238,12 @@ type Settings interface {
 	ConfigGeneration() uint64
 	// RequestTimeout is settee/request_timeout as it is now (0: none).
 	RequestTimeout() time.Duration
+	// MaxRequestSize is chttpd/max_http_request_size, MaxRequestMemory
+	// settee/max_request_memory_mb in bytes, IOTimeout settee/io_timeout,
+	// as they are now (limits.go).
+	MaxRequestSize() int64
+	MaxRequestMemory() int64
+	IOTimeout() time.Duration
 }
 
 var errAuthRequired = newErr(401, "unauthorized", "Authentication required.")
@@ -325,7 +331,7 @@ func (g *Gateway) handleConfig(rq *req, rest []string) error {
 			}
 			return g.writeJSON(rq, 200, v)
 		case http.MethodPut:
-			b, err := readBody(rq, 64<<10)
+			b, err := readBody(rq, smallBody)
 			if err != nil {
 				return err
 			}

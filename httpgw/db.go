@@ -325,7 +325,7 @@ func (g *Gateway) handleSecurity(rq *req, db string) error {
 		if err := g.requireDBAdmin(rq, db); err != nil {
 			return err
 		}
-		b, err := readBody(rq, 1<<20)
+		b, err := readBody(rq, mediumBody)
 		if err != nil {
 			return err
 		}

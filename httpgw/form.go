@@ -5,7 +5,6 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -145,7 +144,11 @@ func readUploadForm(rq *req, ct string, limit int64) (*uploadForm, error) {
 	if err != nil || params["boundary"] == "" {
 		return nil, badRequest("multipart/form-data needs a boundary")
 	}
-	mr := multipart.NewReader(http.MaxBytesReader(rq.w, rq.r.Body, limit), params["boundary"])
+	raw, err := rawBody(rq, limit)
+	if err != nil {
+		return nil, err
+	}
+	mr := multipart.NewReader(raw, params["boundary"])
 	f := &uploadForm{}
 	for {
 		p, err := mr.NextPart()
@@ -185,9 +188,9 @@ func readUploadForm(rq *req, ct string, limit int64) (*uploadForm, error) {
 }
 
 func formErr(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return errTooLarge
+	var ce *couchError
+	if errors.As(err, &ce) {
+		return err // the limits' answers (limits.go)
 	}
 	return badRequest("Invalid multipart/form-data body: " + err.Error())
 }

@@ -140,7 +140,7 @@ func (g *Gateway) createIndex(rq *req, db string) error {
 	if err := g.requireDBAdmin(rq, db); err != nil {
 		return err
 	}
-	body, err := readBody(rq, g.cfg.MaxRequestSize)
+	body, err := readBody(rq, mediumBody)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (g *Gateway) bulkDeleteIndexes(rq *req, db string) error {
 	if err := g.requireDBAdmin(rq, db); err != nil {
 		return err
 	}
-	body, err := readBody(rq, g.cfg.MaxRequestSize)
+	body, err := readBody(rq, mediumBody)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func multipartErr(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || errors.Is(err, couchdoc.ErrNotJSONPart) ||
 		errors.Is(err, couchdoc.ErrDocTooLarge) || errors.Is(err, couchdoc.ErrBadMultipart) ||
-		errors.Is(err, errTooLarge) || errors.Is(err, errNotGzipped) {
+		errors.Is(err, errTooLarge) || errors.Is(err, errNotGzipped) || errors.Is(err, errBodyBudget) || errors.Is(err, errBodyRead) {
 		return err
 	}
 	return badRequest("could not read request body")

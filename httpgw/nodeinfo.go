@@ -36,7 +36,10 @@ func (s *stats) count(method string, status int) {
 	}
 }
 
-// statusRecorder remembers the status a handler wrote.
+// statusRecorder remembers the status a handler wrote, and keeps the
+// answer's writes bounded: each waits at most settee/io_timeout for the
+// client to take its bytes (a client that stops reading ends its
+// connection, instead of holding the handler and its answer for ever).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
@@ -44,6 +47,27 @@ type statusRecorder struct {
 	// listed in Access-Control-Expose-Headers beside the simple ones the
 	// response has when it is sent (cors.go)
 	expose []string
+	// io is the write bound; set is when the deadline was last moved (it
+	// is moved at most once a second: a streamed answer writes often)
+	io  time.Duration
+	set time.Time
+	rc  *http.ResponseController
+}
+
+// deadline moves the connection's write deadline io past now.
+func (w *statusRecorder) deadline() {
+	if w.io <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(w.set) < time.Second {
+		return
+	}
+	w.set = now
+	if w.rc == nil {
+		w.rc = http.NewResponseController(w.ResponseWriter)
+	}
+	_ = w.rc.SetWriteDeadline(now.Add(w.io))
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
@@ -53,6 +77,7 @@ func (w *statusRecorder) WriteHeader(code int) {
 			exposeHeaders(w.Header(), w.expose)
 		}
 	}
+	w.deadline()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -60,11 +85,16 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(200)
 	}
+	w.deadline()
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // Flush keeps streamed feeds streaming through the recorder.
 func (w *statusRecorder) Flush() {
+	w.deadline()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

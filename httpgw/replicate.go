@@ -37,7 +37,7 @@ func (g *Gateway) handleReplicate(rq *req) error {
 	if g.cfg.Replicator == nil {
 		return errNoReplicator
 	}
-	b, err := readBody(rq, 1<<20)
+	b, err := readBody(rq, mediumBody)
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,8 @@ type Gateway struct {
 	// docBufs holds the buffers a GET's doc is rendered into (getDoc),
 	// one per GET in flight
 	docBufs bufPool
+	// bodies counts the request body bytes held (limits.go)
+	bodies bodyMeter
 }
 
 // bufPool keeps the buffers answers are rendered into, for the next
@@ -185,11 +187,17 @@ func New(cfg Config) (*Gateway, error) {
 
 // req is one request being served.
 type req struct {
-	w    http.ResponseWriter
-	r    *http.Request
-	ctx  context.Context
-	user *User
-	subj *policy.Subject // user as the policy sees it (who)
+	w   http.ResponseWriter
+	r   *http.Request
+	ctx context.Context
+	g   *Gateway
+	// held is the body bytes this request's reads were charged (limits.go)
+	held int64
+	// bodyDone: the body was read to its end (limits.go)
+	bodyDone bool
+	rc       *http.ResponseController
+	user     *User
+	subj     *policy.Subject // user as the policy sees it (who)
 	// path segments, unescaped
 	segs []string
 	q    url.Values
@@ -198,7 +206,10 @@ type req struct {
 // ServeHTTP routes a request. A panic is recovered, logged and answered 500.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sr := &statusRecorder{ResponseWriter: w}
+	sr := &statusRecorder{ResponseWriter: w, io: g.ioTimeout()}
+	// whatever this connection's last answer left as its write deadline,
+	// this one's header and body have io_timeout from now
+	sr.deadline()
 	var rq *req
 	defer func() {
 		g.stats.count(r.Method, sr.status)
@@ -209,7 +220,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Server", g.server)
 	h.Set("Cache-Control", "must-revalidate")
 	h.Set("X-Couch-Request-Id", requestID(r))
-	rq = &req{w: w, r: r, ctx: r.Context()}
+	rq = &req{w: w, r: r, ctx: r.Context(), g: g}
+	defer rq.release()
 	// a preflight is answered before authentication, as CouchDB does
 	if g.cors(rq, sr) {
 		return
@@ -444,42 +456,19 @@ func notModified(rq *req) {
 var okBody = []byte("{\"ok\":true}\n")
 
 // readBody reads a request body up to limit bytes (decompressed when it
-// was sent gzipped: bodyReader).
+// was sent gzipped: bodyReader) into a buffer that grows as bytes arrive.
 func readBody(rq *req, limit int64) ([]byte, error) {
-	gz, err := gzipped(rq)
+	r, err := bodyReader(rq, limit)
 	if err != nil {
 		return nil, err
 	}
-	if gz {
-		r, err := bodyReader(rq, limit)
-		if err != nil {
-			return nil, err
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return nil, gzipErr(err)
-		}
-		return b, nil
+	hint := rq.r.ContentLength
+	if gz, _ := gzipped(rq); gz {
+		hint = -1
 	}
-	if rq.r.ContentLength > limit {
-		return nil, errTooLarge
-	}
-	var b []byte
-	if n := rq.r.ContentLength; n > 0 {
-		// one allocation of the announced size: growing a multi-MB
-		// _bulk_docs body by doubling was a fifth of the write path's CPU
-		b = make([]byte, n)
-		// net/http never yields more than Content-Length bytes
-		_, err = io.ReadFull(rq.r.Body, b)
-	} else {
-		b, err = io.ReadAll(http.MaxBytesReader(rq.w, rq.r.Body, limit))
-	}
+	b, err := r.readAll(hint)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errTooLarge
-		}
-		return nil, badRequest("could not read request body")
+		return nil, bodyErr(err)
 	}
 	return b, nil
 }
@@ -498,7 +487,13 @@ func requireJSON(rq *req) error {
 // decodeJSON reads a small JSON request body into v, a pointer to a
 // struct or a map, as decodeObject does.
 func (g *Gateway) decodeJSON(rq *req, v any) error {
-	b, err := readBody(rq, g.cfg.MaxRequestSize)
+	return decodeJSONUpTo(rq, g.cfg.MaxRequestSize, v)
+}
+
+// decodeJSONUpTo is decodeJSON for an endpoint whose bodies are small: no
+// more than limit bytes are read (limits.go).
+func decodeJSONUpTo(rq *req, limit int64, v any) error {
+	b, err := readBody(rq, limit)
 	if err != nil {
 		return err
 	}

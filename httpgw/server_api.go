@@ -223,7 +223,7 @@ func (g *Gateway) handleDBsInfo(rq *req) error {
 		var body struct {
 			Keys []json.RawMessage "json:\"keys\" reason:\"`keys` member must be an array.\""
 		}
-		if err := g.decodeJSON(rq, &body); err != nil {
+		if err := decodeJSONUpTo(rq, smallBody, &body); err != nil {
 			return err
 		}
 		if body.Keys == nil {

@@ -42,6 +42,15 @@ type Config struct {
 	LogLevel *slog.LevelVar
 	// RequestTimeout bounds one request (not feeds or replications).
 	RequestTimeout time.Duration
+	// MaxRequestMemoryMB bounds the request body bytes the node holds at
+	// once (0: half of MemoryMB, at least 64); MaxConnections the open
+	// HTTP connections (0: DefaultMaxConnections); IOTimeout how long a
+	// body read or an answer's write waits for the client (0:
+	// DefaultIOTimeout). The start values of settee/max_request_memory_mb,
+	// max_connections and io_timeout.
+	MaxRequestMemoryMB int
+	MaxConnections     int
+	IOTimeout          time.Duration
 	// HeartbeatInterval is how often a cluster node pings every other
 	// member; NodeDownAfter is how long a member may go without answering
 	// before this node counts it down (skips its copies, stops waiting on
@@ -79,6 +88,13 @@ type Config struct {
 	// it itself: the HTTP layer sits above node and node never imports it.
 	Handler func(Services) (http.Handler, error)
 }
+
+// DefaultMaxConnections and DefaultIOTimeout are the limits a node has
+// when its Config names none.
+const (
+	DefaultMaxConnections = 4096
+	DefaultIOTimeout      = 60 * time.Second
+)
 
 // Default returns a single-node configuration.
 func Default() Config {

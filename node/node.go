@@ -18,6 +18,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/auth"
+	"github.com/settee/settee/connlimit"
 	"github.com/settee/settee/coordinator"
 	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/metrics"
@@ -40,6 +41,7 @@ var GitSHA = ""
 // Node is a running settee process.
 type Node struct {
 	cfg   Config
+	conns connlimit.Limiter // settee/max_connections over HTTP and HTTPS
 	log   *slog.Logger
 	store *storage.Store
 	db    *badger.DB // store.DB
@@ -294,20 +296,45 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.histStop = make(chan struct{})
 	n.histDone.Go(func() { n.metrics.History().Run(n.histStop) })
 	// onewrite: a response the gateway holds leaves in one write
-	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
-		ConnContext: onewrite.ConnContext,
-		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	n.serving.Go(func() { n.served <- n.srv.Serve(onewrite.Listen(n.ln)) })
+	// the timeouts and caps that keep one client from holding the node
+	// (docs/security.md, "What limits protect the node"): a request's
+	// header must arrive within ReadHeaderTimeout and fit MaxHeaderBytes,
+	// a kept-alive connection idles IdleTimeout at most, and the body and
+	// the answer wait settee/io_timeout for the client (httpgw/limits.go)
+	n.conns.Max = n.MaxConnections
+	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes,
+		ConnContext:    onewrite.ConnContext,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	busy := connlimit.BusyHTTP("the node has as many connections as settee/max_connections allows")
+	n.serving.Go(func() { n.served <- n.srv.Serve(onewrite.Listen(n.conns.Listen(n.ln, busy))) })
 	if tlsConf != nil {
-		n.tlsSrv = &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: 30 * time.Second,
+		n.tlsSrv = &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: headerTimeout,
+			IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-		// the files are the reloader's (GetCertificate), none named here
-		n.serving.Go(func() { n.served <- n.tlsSrv.ServeTLS(n.tlsLn, "", "") })
+		// the files are the reloader's (GetCertificate), none named here;
+		// a refused TLS connection is closed without a word (no handshake)
+		n.serving.Go(func() { n.served <- n.tlsSrv.ServeTLS(n.conns.Listen(n.tlsLn, nil), "", "") })
 		log.Info("settee serves https", "https", n.tlsLn.Addr().String())
 	}
 	log.Info("settee started", "http", n.ln.Addr().String(), "data", cfg.DataDir, "node", cfg.Name)
 	return n, nil
 }
+
+// The HTTP server's own bounds on a connection (the settable ones are in
+// _config: settee/max_connections, io_timeout, max_request_memory_mb).
+// CouchDB (mochiweb) answers a header line past about 8 KB 400; settee
+// takes a whole header of up to 64 KB (cookies and JWTs grow) and answers
+// 431 past it, so a thousand slow headers hold 64 MB at most.
+const (
+	headerTimeout  = 30 * time.Second
+	idleTimeout    = 2 * time.Minute
+	maxHeaderBytes = 64 << 10
+)
+
+// Connections is how many HTTP(S) connections are open now, and how many
+// were refused past settee/max_connections since the node started.
+func (n *Node) Connections() (open, refused int64) { return n.conns.Open(), n.conns.Refused() }
 
 // Addr is the HTTP listen address.
 func (n *Node) Addr() string { return n.ln.Addr().String() }

@@ -108,7 +108,12 @@ type nodeConfig struct {
 	requireNotUp   atomic.Bool
 	admins         atomic.Pointer[map[string]*auth.Credential]
 	requestTimeout atomic.Int64 // settee/request_timeout
-	noViewRefresh  atomic.Bool  // settee/view_background_refresh false
+	// the limits that keep one client from taking the node (httpgw's
+	// limits.go, the connection cap in node.go)
+	maxRequest, maxRequestMem atomic.Int64 // bytes
+	ioTimeout                 atomic.Int64 // settee/io_timeout
+	maxConns                  atomic.Int64 // settee/max_connections
+	noViewRefresh             atomic.Bool  // settee/view_background_refresh false
 	// gen counts writes, so readers can cache what they parse from a
 	// section (the gateway's CORS, auth and JWT settings) and parse again
 	// only after a change
@@ -164,6 +169,10 @@ func (n *Node) loadConfig() error {
 	st(setteeSection, "memory_mb", strconv.Itoa(cfg.MemoryMB))
 	st(setteeSection, "request_timeout", cfg.RequestTimeout.String())
 	st(setteeSection, "view_background_refresh", "true")
+	stOrUnlisted("chttpd", "max_http_request_size", strconv.FormatInt(cfg.MaxRequestSize, 10), "4294967296")
+	st(setteeSection, "max_request_memory_mb", strconv.Itoa(cmpOr(cfg.MaxRequestMemoryMB, max(64, cfg.MemoryMB/2))))
+	st(setteeSection, "io_timeout", cmpOr(cfg.IOTimeout, DefaultIOTimeout).String())
+	st(setteeSection, "max_connections", strconv.Itoa(cmpOr(cfg.MaxConnections, DefaultMaxConnections)))
 	st(setteeSection, "heartbeat_interval", cmpOr(cfg.HeartbeatInterval, DefaultHeartbeatInterval).String())
 	st(setteeSection, "node_down_after", cmpOr(cfg.NodeDownAfter, DefaultNodeDownAfter).String())
 	st(setteeSection, "node_addr", cfg.Cluster.NodeAddr)
@@ -246,6 +255,13 @@ func (n *Node) loadConfig() error {
 		"mango/index_scan_warning_threshold": {check: posInt(0, math.MaxInt32)},
 		// read by the views service's indexers at each refresh tick
 		"settee/view_background_refresh": {boolean, func(v string) { c.noViewRefresh.Store(v == "false") }},
+		"chttpd/max_http_request_size":   {posInt(1, math.MaxInt64), func(v string) { c.maxRequest.Store(atoi64(v)) }},
+		"settee/max_request_memory_mb":   {posInt(1, 1<<30), func(v string) { c.maxRequestMem.Store(atoi64(v) << 20) }},
+		"settee/max_connections":         {posInt(1, 1<<24), func(v string) { c.maxConns.Store(atoi64(v)) }},
+		"settee/io_timeout": {positiveDuration, func(v string) {
+			d, _ := time.ParseDuration(v)
+			c.ioTimeout.Store(int64(d))
+		}},
 		"settee/request_timeout": {duration, func(v string) {
 			d, _ := time.ParseDuration(v)
 			c.requestTimeout.Store(int64(d))
@@ -543,6 +559,21 @@ func (n *Node) ViewBackgroundRefresh() bool { return !n.conf.noViewRefresh.Load(
 
 // RequestTimeout is settee/request_timeout (0: none).
 func (n *Node) RequestTimeout() time.Duration { return time.Duration(n.conf.requestTimeout.Load()) }
+
+// MaxRequestSize is chttpd/max_http_request_size, in bytes.
+func (n *Node) MaxRequestSize() int64 { return n.conf.maxRequest.Load() }
+
+// MaxRequestMemory is settee/max_request_memory_mb in bytes: the request
+// body bytes the node holds at once before it answers 503.
+func (n *Node) MaxRequestMemory() int64 { return n.conf.maxRequestMem.Load() }
+
+// IOTimeout is settee/io_timeout: the longest a request body's read or an
+// answer's write waits for the client.
+func (n *Node) IOTimeout() time.Duration { return time.Duration(n.conf.ioTimeout.Load()) }
+
+// MaxConnections is settee/max_connections: past it a new connection is
+// answered 503 and closed.
+func (n *Node) MaxConnections() int { return int(n.conf.maxConns.Load()) }
 
 // MaxDocumentSize is couchdb/max_document_size, in bytes.
 func (n *Node) MaxDocumentSize() int64 { return n.conf.maxDoc.Load() }
