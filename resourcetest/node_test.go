@@ -167,7 +167,7 @@ func (n *node) do(method, path, ctype string, body []byte) (int, string) {
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	c := &http.Client{Timeout: 30 * time.Second}
+	c := &http.Client{Timeout: 120 * time.Second}
 	resp, err := c.Do(req)
 	if err != nil {
 		n.t.Fatalf("%s %s: %v", method, path, err)
@@ -216,11 +216,13 @@ func (n *node) watch() *watch {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-tick.C:
+		for first := true; ; first = false {
+			if !first {
+				select {
+				case <-w.stop:
+					return
+				case <-tick.C:
+				}
 			}
 			if n.gone() {
 				w.fail("the node is gone")
