@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,9 @@ type authConf struct {
 	sameSite     string
 	cookieDomain string
 	iterations   int // PBKDF2 iterations of a password hashed into _users
+	// min_iterations, max_iterations: a stored hash whose count is
+	// outside them is not computed at login (CouchDB's verify_iterations)
+	minIterations, maxIterations int
 	// retired secrets still accept the cookies they signed until the
 	// session timeout after they were replaced, as CouchDB's do: a new
 	// secret (a rotation, set node by node) does not log everyone out
@@ -74,7 +78,8 @@ func (a *authenticator) loadConf(gen uint64) *authConf {
 	cfg := a.g.cfg
 	c := &authConf{gen: gen, handlers: []string{auth.HandlerCookie, auth.HandlerDefault},
 		timeout: cfg.SessionTimeout, persistent: true, secret: cfg.CookieSecret,
-		iterations: auth.DefaultIterations}
+		iterations: auth.DefaultIterations, minIterations: auth.DefaultMinIterations,
+		maxIterations: auth.DefaultMaxIterations}
 	s := cfg.Settings
 	c.lockout = loadLockConf(s)
 	if s == nil {
@@ -103,6 +108,16 @@ func (a *authenticator) loadConf(gen uint64) *authConf {
 	if v, ok := get("iterations"); ok {
 		if i, err := strconv.Atoi(v); err == nil && i > 0 {
 			c.iterations = i
+		}
+	}
+	if v, ok := get("min_iterations"); ok {
+		if i, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			c.minIterations = i
+		}
+	}
+	if v, ok := get("max_iterations"); ok {
+		if i, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			c.maxIterations = i
 		}
 	}
 	c.sameSite, _ = get("same_site")

@@ -14,6 +14,15 @@ import (
 // the threshold, that client is refused for that user (403, even with the
 // right password) until max_lifetime after its first failure. A new
 // password (a new salt) starts a new count, as in CouchDB.
+//
+// A login that is to compute a password hash is counted when it starts
+// (start), not when the hash says it failed: CouchDB counts after, so N
+// attempts sent at once for one user all compute their hash (seconds each
+// with a high iteration count) before the first is counted. Here the
+// threshold bounds the hashes running at once too: the attempt after it
+// is refused before it computes anything. An attempt that then succeeds
+// takes its count back (release), so the count left is that of the
+// failures, as CouchDB's; one whose client went away stays counted.
 type lockout struct {
 	mu    sync.Mutex
 	fails map[lockKey]*lockEntry
@@ -151,5 +160,62 @@ func (l *lockout) evict(c lockConf, now time.Time) {
 	}
 	if len(l.fails) >= c.maxObjs {
 		delete(l.fails, oldest)
+	}
+}
+
+// start counts a login of k that is about to compute its hash, unless k
+// has reached the threshold: then nothing is counted and it answers false
+// (refuse the login). The check and the count are one step, so attempts
+// sent at once cannot all pass the check before any is counted. In warn
+// mode it logs, counts and lets the login go on.
+func (l *lockout) start(g *Gateway, c lockConf, k lockKey) bool {
+	if c.mode == "off" {
+		return true
+	}
+	now := time.Now()
+	l.mu.Lock()
+	if l.fails == nil {
+		l.fails = map[lockKey]*lockEntry{}
+	}
+	e := l.fails[k]
+	if e != nil && now.Sub(e.first) >= c.lifetime {
+		delete(l.fails, k)
+		e = nil
+	}
+	if e != nil && e.n >= c.threshold && c.mode == "enforce" {
+		l.mu.Unlock()
+		return false
+	}
+	over := e != nil && e.n >= c.threshold
+	if e != nil {
+		e.n++
+	} else {
+		if len(l.fails) >= c.maxObjs {
+			l.evict(c, now)
+		}
+		l.fails[k] = &lockEntry{n: 1, first: now}
+	}
+	l.n.Store(int64(len(l.fails)))
+	l.mu.Unlock()
+	if over {
+		g.log.Warn("authentication failure threshold reached", "user", k.name, "peer", k.peer)
+	}
+	return true
+}
+
+// release takes back the count of a started login of k that succeeded.
+// An entry left with no count is dropped, so its window does not begin
+// at a login that succeeded.
+func (l *lockout) release(c lockConf, k lockKey) {
+	if c.mode == "off" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.fails[k]; e != nil {
+		if e.n--; e.n <= 0 {
+			delete(l.fails, k)
+			l.n.Store(int64(len(l.fails)))
+		}
 	}
 }

@@ -288,6 +288,9 @@ func (n *Node) loadConfig() error {
 	for _, sec := range []string{"chttpd_auth", "couch_httpd_auth"} {
 		c.known[sec+"/timeout"] = knownKey{check: posInt(1, math.MaxInt32)}
 		c.known[sec+"/iterations"] = knownKey{check: posInt(1, math.MaxInt32)}
+		// the bounds of a stored hash's count at login (httpgw)
+		c.known[sec+"/min_iterations"] = knownKey{check: posInt(1, math.MaxInt64)}
+		c.known[sec+"/max_iterations"] = knownKey{check: posInt(1, math.MaxInt64)}
 		c.known[sec+"/allow_persistent_cookies"] = knownKey{check: boolean}
 		c.known[sec+"/require_valid_user"] = knownKey{check: boolean}
 		c.known[sec+"/same_site"] = knownKey{check: func(v string) error {

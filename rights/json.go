@@ -68,6 +68,55 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeFrom(dec, t, depth)
+}
+
+// decodeTopObject decodes a JSON object as DecodeObject does, and answers
+// beside it the text of each top-level member whose value is a number
+// (a repeated name's last value), which a float64 does not keep: CouchDB
+// (jiffy) reads 100000000000 as an integer and 1e11 as a float.
+func decodeTopObject(b []byte) (map[string]any, map[string]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, ErrInvalid
+	}
+	m, nums := map[string]any{}, map[string]string{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, nil, ErrInvalid
+		}
+		name, ok := k.(string)
+		if !ok {
+			return nil, nil, ErrInvalid
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, ErrInvalid
+		}
+		v, err := decodeFrom(dec, t, 1)
+		if err != nil {
+			return nil, nil, ErrInvalid
+		}
+		m[name] = v
+		if n, ok := t.(json.Number); ok {
+			nums[name] = string(n)
+		} else {
+			delete(nums, name)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return nil, nil, ErrInvalid
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, ErrInvalid // trailing data
+	}
+	return m, nums, nil
+}
+
+// decodeFrom decodes the value that token t begins.
+func decodeFrom(dec *json.Decoder, t json.Token, depth int) (any, error) {
 	switch t := t.(type) {
 	case json.Delim:
 		switch t {

@@ -2,6 +2,7 @@ package rights_test
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 
@@ -55,10 +56,32 @@ func TestCredential(t *testing.T) {
 	if c != (rights.Credential{Name: "u", Scheme: "pbkdf2", PRF: "sha256", Salt: "s", DerivedKey: "dk", Iterations: 10}) {
 		t.Fatalf("%+v", c)
 	}
-	for _, it := range []string{`"10"`, `10.5`, `0`, `-1`, `1e300`} {
-		d, _ := rights.ParseUserDoc([]byte(`{"iterations":` + it + `}`))
-		if n := d.Credential().Iterations; n != 0 {
-			t.Errorf("iterations %s: %d", it, n)
+	// "iterations" as CouchDB 3.5.2's login reads it (jiffy: an integer
+	// has no fraction and no exponent): absent is 10000; an integer is
+	// itself (bounded to an int); anything else is no integer, which
+	// CouchDB answers 500 function_clause at login
+	for _, tc := range []struct {
+		it     string
+		n      int
+		notInt bool
+	}{
+		{``, 10000, false}, {`10`, 10, false}, {`0`, 0, false}, {`-1`, -1, false},
+		{`100000000000`, 100000000000, false},
+		{`123456789012345678901234567890`, math.MaxInt, false}, {`-123456789012345678901234567890`, math.MinInt, false},
+		{`1e11`, 0, true}, {`10.5`, 0, true}, {`10.0`, 0, true}, {`1E3`, 0, true}, {`1e300`, 0, true},
+		{`"10"`, 0, true}, {`null`, 0, true}, {`true`, 0, true}, {`[10]`, 0, true}, {`{}`, 0, true},
+		{`10,"iterations":"x"`, 0, true}, {`"x","iterations":10`, 10, false},
+	} {
+		body := `{"name":"u"}`
+		if tc.it != "" {
+			body = `{"iterations":` + tc.it + `}`
+		}
+		d, err := rights.ParseUserDoc([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if c := d.Credential(); c.Iterations != tc.n || c.IterationsNotInteger != tc.notInt {
+			t.Errorf("iterations %s: %d, not integer %v; want %d, %v", tc.it, c.Iterations, c.IterationsNotInteger, tc.n, tc.notInt)
 		}
 	}
 }

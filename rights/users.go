@@ -3,19 +3,24 @@ package rights
 import (
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // UserDoc is a _users doc as the write rules and the login both read it:
 // its top-level members by exact name, a repeated name's last value.
-type UserDoc struct{ m map[string]any }
+type UserDoc struct {
+	m    map[string]any
+	nums map[string]string // the text of top-level numbers
+}
 
 // ParseUserDoc parses a _users doc's JSON body (an object).
 func ParseUserDoc(b []byte) (*UserDoc, error) {
-	m, err := DecodeObject(b)
+	m, nums, err := decodeTopObject(b)
 	if err != nil {
 		return nil, err
 	}
-	return &UserDoc{m: m}, nil
+	return &UserDoc{m: m, nums: nums}, nil
 }
 
 // Get is the member of that exact name, decoded as Decode does (nil and
@@ -84,8 +89,18 @@ type Credential struct {
 	Salt        string // "salt"
 	DerivedKey  string // "derived_key"
 	PasswordSHA string // "password_sha"
-	Iterations  int    // "iterations": a whole number from 1 to MaxInt32, else 0
+	// "iterations" as CouchDB 3.5's login reads it: 10000 when absent;
+	// a JSON integer (no fraction, no exponent) its value, held at the
+	// bounds of an int beyond them; any other value (1.5, 1e11, "10",
+	// null) sets IterationsNotInteger, which CouchDB answers with a 500
+	// (verify_iterations has no clause for it) and computes no hash.
+	Iterations           int
+	IterationsNotInteger bool
 }
+
+// DefaultIterations is CouchDB's count for a pbkdf2 user doc without
+// "iterations" (couch_httpd_auth's authenticate_int_pbkdf2).
+const DefaultIterations = 10000
 
 // Credential is the doc's stored password hash.
 func (d *UserDoc) Credential() Credential {
@@ -96,10 +111,29 @@ func (d *UserDoc) Credential() Credential {
 	c.Salt, _ = d.String("salt")
 	c.DerivedKey, _ = d.String("derived_key")
 	c.PasswordSHA, _ = d.String("password_sha")
-	if f, ok := d.Value("iterations").(float64); ok && f >= 1 && f <= math.MaxInt32 && f == math.Trunc(f) {
-		c.Iterations = int(f)
-	}
+	c.Iterations, c.IterationsNotInteger = d.iterations()
 	return c
+}
+
+func (d *UserDoc) iterations() (int, bool) {
+	if _, ok := d.Get("iterations"); !ok {
+		return DefaultIterations, false
+	}
+	lit, ok := d.nums["iterations"]
+	if !ok || strings.ContainsAny(lit, ".eE") {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(lit, 10, 0)
+	if errors.Is(err, strconv.ErrRange) {
+		if strings.HasPrefix(lit, "-") {
+			return math.MinInt, false
+		}
+		return math.MaxInt, false
+	}
+	if err != nil {
+		return 0, true
+	}
+	return int(n), false
 }
 
 // Truthy is JavaScript's truth of a decoded JSON value (as Decode makes

@@ -60,6 +60,59 @@ func selfAdmin(name, rolesJSON, family string) attackCase {
 	}
 }
 
+// hugeIterations is issue 35's attack on password hashing: user a, who
+// may edit its own _users doc, sets "iterations" to 100000000000 with a
+// derived key of its own, so that every login as a (by anyone, with any
+// password) would run PBKDF2 for hours. CouchDB 3.5.2 stores the doc
+// (201: the write rules ask only for a number) and refuses every such
+// login before hashing: 403 forbidden "Iteration count is too high for
+// this server" ([chttpd_auth] max_iterations, 1e9), in milliseconds, not
+// counted toward the lockout.
+func hugeIterations(name, it string, want int) attackCase {
+	return attackCase{
+		name: "35-iterations-" + name, role: "user",
+		attack: func(e *env) {
+			doc := e.get(e.tg.admin, "/_users/org.couchdb.user:"+e.a.name)
+			body := fmt.Sprintf(`{"_rev":%q,"name":%q,"type":"user","roles":[],"password_scheme":"pbkdf2","pbkdf2_prf":"sha256","iterations":%s,"salt":"00112233445566778899aabbccddeeff","derived_key":%q}`,
+				doc["_rev"], e.a.name, it, strings.Repeat("ab", 32))
+			if r := e.req(e.a, "PUT", "/_users/org.couchdb.user:"+e.a.name, body); r.status != 201 {
+				e.t.Fatalf("want 201 (CouchDB stores it): %s", r)
+			}
+			// CouchDB's credentials cache holds the old doc for a moment
+			// after the write: a's right password still signs in then
+			// (no failure counted), until the new doc is read
+			poll(5*time.Second, func() bool { return e.req(e.a, "GET", "/_session", nil).status != 200 })
+			start := time.Now()
+			for i := range 8 {
+				for _, r := range []response{
+					e.req(e.a, "GET", "/_session", nil),
+					e.req(who{name: e.a.name, pw: fmt.Sprint("guess", i)}, "GET", "/", nil),
+					e.req(anonymous, "POST", "/_session", fmt.Sprintf(`{"name":%q,"password":"guess%d"}`, e.a.name, i)),
+				} {
+					e.refused(r, want, map[int]string{403: "forbidden", 500: "unknown_error"}[want])
+					if want == 403 && !strings.Contains(string(r.body), "Iteration count is too high for this server") {
+						e.t.Errorf("want the iteration count refused: %s", r)
+					}
+				}
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				e.t.Errorf("24 refused logins took %v: a hash was computed", d)
+			}
+		},
+		readBack: func(e *env) {
+			doc := e.get(e.tg.admin, "/_users/org.couchdb.user:"+e.a.name)
+			if fmt.Sprint(doc["iterations"]) != fmt.Sprint(1e11) {
+				e.t.Errorf("stored iterations %v", doc["iterations"])
+			}
+			// the server still answers at once, and b logs in
+			start := time.Now()
+			if r := e.req(e.b, "GET", "/_session", nil); r.status != 200 || time.Since(start) > 2*time.Second {
+				e.t.Errorf("b's login after the attack: %s in %v", r, time.Since(start))
+			}
+		},
+	}
+}
+
 // usersLeak is attack 7: user a, a member of _users, asks for user b's
 // doc in every way there is; nothing of b's password hash may show.
 func usersLeak(name, family string, send func(e *env, bid string) response, want ...any) attackCase {
@@ -131,6 +184,11 @@ func init() {
 			// a view needs a design doc: a user cannot write one in _users
 			return e.req(e.a, "PUT", "/_users/_design/"+e.id, `{"views":{"v":{"map":"function(d){emit(d._id,d)}"}}}`)
 		}, 404, "not_found"),
+
+		hugeIterations("1e11", "100000000000", 403),
+		// jiffy reads 1e11 as a float, which CouchDB's login has no
+		// clause for: 500 unknown_error function_clause
+		hugeIterations("1e11-float", "1e11", 500),
 
 		attackCase{name: "cookie-after-password-change", role: "user",
 			attack: func(e *env) {
