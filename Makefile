@@ -17,12 +17,16 @@ build:
 # and CouchDB, and at the default of 2 (GOMAXPROCS) the cores sat idle.
 # The console's browser tests (interop/console: headless chromium, several
 # nodes, so !race) run after it in the same background job: ~1 min, mostly
-# waiting on the browser and the nodes.
+# waiting on the browser and the nodes. The resource suite (resourcetest:
+# hostile requests to a settee process, its /_up and GETs timed within a
+# second throughout) runs after the race pass, alone: its bounds are the
+# node's, not those of a machine running four test binaries beside it.
 test:
 	@log=$$(mktemp); (go test -count=1 -timeout 8m ./interop/couchrepl/; a=$$?; go test -count=1 -timeout 5m ./interop/console/; b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ]) >$$log 2>&1 & pid=$$!; \
-	go test -race -timeout 12m -parallel 4 $$(go list ./... | grep -v -e /interop/couchrepl -e /interop/console); race=$$?; \
+	go test -race -timeout 12m -parallel 4 $$(go list ./... | grep -v -e /interop/couchrepl -e /interop/console -e /resourcetest); race=$$?; \
 	wait $$pid; interop=$$?; echo "go test -count=1 ./interop/couchrepl/ ./interop/console/ (beside the race pass)"; \
 	cat $$log; rm -f $$log; [ $$race -eq 0 ] && [ $$interop -eq 0 ]
+	go test -count=1 -timeout 5m ./resourcetest/
 	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/
 	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|NodeProxy|ClusterWide|ViewsCluster|MangoCluster|PartitionCluster' ./httpgw/
 	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll|EmptyMemFile' . ./y

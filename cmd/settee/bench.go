@@ -21,7 +21,7 @@ func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
 	if f := fs.Lookup("workload"); f != nil {
-		f.Usage += `; or "mango" (a Mango index on [g, v]: its build, equality and range _finds, a find no index serves; --docs default 20000, --lookups the equality finds, default 2000); or "partitions" (the same view, _all_docs and _find queries within a partition on a partitioned and on a global db, q=8 unless --q; --docs default 20000 in each, --partitions default 100, --lookups the queries of each kind on each db, default 1000)`
+		f.Usage += `; or "mango" (a Mango index on [g, v]: its build, equality and range _finds, a find no index serves; --docs default 20000, --lookups the equality finds, default 2000); or "flood" (one doc's GETs timed alone and in a flood of --hostile connections: slow bodies, 4 GiB announced bodies, gzip bombs; --readers default 8, --server-pid for the node's RSS); or "partitions" (the same view, _all_docs and _find queries within a partition on a partitioned and on a global db, q=8 unless --q; --docs default 20000 in each, --partitions default 100, --lookups the queries of each kind on each db, default 1000)`
 	}
 	fsyncDir := fs.String("fsync-dir", "", "instead of the workload, measure 4 KB write+fdatasync cycles per second in this directory (the ceiling for sequential durable updates)")
 	if err := fs.Parse(args); err != nil {
@@ -78,8 +78,16 @@ func runBench(args []string) error {
 			cfg.Docs = bench.PartitionsDocs
 		}
 		_, err = bench.RunPartitions(ctx, cfg, os.Stdout, os.Stderr)
+	case bench.WorkloadFlood:
+		// a few readers (the flood is what is measured); --readers sets more
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["readers"] {
+			cfg.Readers = bench.FloodReaders
+		}
+		_, err = bench.RunFlood(ctx, cfg, os.Stdout, os.Stderr)
 	default:
-		return fmt.Errorf("bench: unknown workload %q (want fabric, compaction, views, mango or partitions)", cfg.Workload)
+		return fmt.Errorf("bench: unknown workload %q (want fabric, compaction, views, mango, partitions or flood)", cfg.Workload)
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
