@@ -41,8 +41,17 @@ type authenticator struct {
 }
 
 type cached struct {
-	derivedKey string // the hash the password matched
-	expires    time.Time
+	// hash is the stored hash the password matched, all of it (hashOf):
+	// a doc that keeps its derived key and changes its iterations, salt
+	// or PRF is no longer the hash the password was verified against
+	hash    string
+	expires time.Time
+}
+
+// hashOf is a stored hash whole: what a password verified against it
+// verified.
+func hashOf(c *auth.Credential) string {
+	return c.Scheme + "\x00" + c.PRF + "\x00" + c.Salt + "\x00" + strconv.Itoa(c.Iterations) + "\x00" + c.DerivedKey
 }
 
 func newAuthenticator(g *Gateway) *authenticator {
@@ -173,7 +182,7 @@ func (a *authenticator) login(rq *req, name, pw string, session bool) (*User, er
 				}
 				return nil, err
 			}
-			ok := hit && c.derivedKey == cred.DerivedKey
+			ok := hit && c.hash == hashOf(cred)
 			if !ok && !sameHash(tried, cred) {
 				if !started {
 					if !a.lock.start(a.g, lc, lk) {
@@ -191,7 +200,7 @@ func (a *authenticator) login(rq *req, name, pw string, session bool) (*User, er
 				if started {
 					a.lock.release(lc, lk)
 				}
-				if !hit || c.derivedKey != cred.DerivedKey {
+				if !hit || c.hash != hashOf(cred) {
 					a.remember(name, pw, cred)
 				}
 				return user, nil
@@ -240,7 +249,7 @@ func (a *authenticator) remember(name, pw string, cred *auth.Credential) {
 	if len(a.cache) > 10000 {
 		clear(a.cache)
 	}
-	a.cache[key] = cached{derivedKey: cred.DerivedKey, expires: time.Now().Add(5 * time.Minute)}
+	a.cache[key] = cached{hash: hashOf(cred), expires: time.Now().Add(5 * time.Minute)}
 }
 
 // forget drops every cached login: a server admin was added, changed or
