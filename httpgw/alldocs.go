@@ -525,7 +525,7 @@ func (g *Gateway) handleAllDocsQueries(rq *req, db, partition string) error {
 		if err := decodeMember(raw, &qm, "Each query must be a JSON object."); err != nil {
 			return err
 		}
-		sub := &req{w: rq.w, r: rq.r, ctx: rq.ctx, user: rq.user, segs: rq.segs, q: map[string][]string{}}
+		sub := &req{w: rq.w, r: rq.r, ctx: rq.ctx, g: rq.g, user: rq.user, segs: rq.segs, q: map[string][]string{}}
 		var keys []json.RawMessage
 		hasKeys := false
 		for k, v := range qm {

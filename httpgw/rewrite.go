@@ -713,7 +713,9 @@ func (g *Gateway) dispatchRewrite(rq *req, method, target string, hdr http.Heade
 		defer cancel()
 		r2 = r2.WithContext(ctx)
 	}
-	nrq := &req{w: rq.w, r: r2, ctx: ctx, user: rq.user, segs: segs, q: u.Query()}
+	nrq := &req{w: rq.w, r: r2, ctx: ctx, g: g, user: rq.user, segs: segs, q: u.Query()}
+	// what the rewritten request's reads were charged goes back with it
+	defer nrq.release()
 	if newHeaders {
 		user, err := g.auth.authenticate(nrq)
 		if err != nil {
