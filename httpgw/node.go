@@ -34,6 +34,7 @@ func ForNode(s node.Services) (http.Handler, error) {
 		JS:              s.JS,
 		Policy:          s.Policy,
 		NodeKey:         s.NodeKey,
+		Connections:     s.Node.Connections,
 	}
 	return New(cfg)
 }

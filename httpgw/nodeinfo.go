@@ -127,7 +127,15 @@ func (g *Gateway) handleStats(rq *req) error {
 func (g *Gateway) handleSystem(rq *req) error {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
+	// what the node's limits hold now (docs/security.md, "What limits
+	// protect the node")
+	limits := map[string]any{"request_body_bytes": g.bodies.held.Load()}
+	if g.cfg.Connections != nil {
+		open, refused := g.cfg.Connections()
+		limits["connections"], limits["connections_refused"] = open, refused
+	}
 	return g.writeJSON(rq, 200, map[string]any{
+		"limits":            limits,
 		"uptime":            int64(time.Since(g.stats.start).Seconds()),
 		"memory":            map[string]any{"total": m.Sys, "heap": m.HeapAlloc, "heap_sys": m.HeapSys, "stacks": m.StackSys},
 		"goroutines":        runtime.NumGoroutine(),

@@ -83,6 +83,9 @@ type Config struct {
 	// another member, and checks such requests (nodeproxy.go); derived
 	// from the cluster secret, nil on a node outside a cluster.
 	NodeKey []byte
+	// Connections counts the node's open HTTP(S) connections and those
+	// refused past settee/max_connections (nil: not shown in _system).
+	Connections func() (open, refused int64)
 }
 
 // Gateway is the CouchDB HTTP API of one node.

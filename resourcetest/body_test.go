@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -248,6 +249,20 @@ func TestIdleConnectionsAndTheCap(t *testing.T) {
 	}
 	if refused < 40 {
 		t.Errorf("%d of 100 connections past the cap were answered 503, want most", refused)
+	}
+	for _, c := range conns[:200] {
+		c.Close() // room for the admin's look
+	}
+	time.Sleep(100 * time.Millisecond)
+	var sys struct {
+		Limits struct {
+			Connections        int64 `json:"connections"`
+			ConnectionsRefused int64 `json:"connections_refused"`
+		} `json:"limits"`
+	}
+	_ = json.Unmarshal([]byte(n.must("GET", "/_node/_local/_system", "", nil, 200)), &sys)
+	if sys.Limits.ConnectionsRefused < int64(refused) {
+		t.Errorf("_system says %d connections were refused; %d were", sys.Limits.ConnectionsRefused, refused)
 	}
 	for _, c := range conns {
 		c.Close()
