@@ -117,7 +117,12 @@ check)
 	# sees it, so the parse misses none.
 	for dir in $(dirs "$norace" "$race"); do
 		declared=$(names "$dir"/*_test.go)
-		listed=$(go test -list '.*' "./$dir/" | grep -E '^(Test|Fuzz|Example)' | sort -u || true)
+		if ! out=$(go test -list '.*' "./$dir/" 2>&1); then
+			echo "norace.sh: go test -list ./$dir/ failed:"
+			echo "$out"
+			exit 1
+		fi
+		listed=$(grep -E '^(Test|Fuzz|Example)' <<<"$out" | sort -u || true)
 		missed=$(comm -23 <(echo "$listed") <(echo "$declared"))
 		if [ -n "$missed" ]; then
 			echo "norace.sh: go test lists tests in $dir that the script's parse does not see:"
