@@ -8,7 +8,11 @@ build:
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o bin/settee ./cmd/settee
 
 # The test command (README, .ci/run): everything with the race detector, then
-# the multi-node tests, which cannot run under -race (see node/cluster_test.go).
+# the tests that cannot run under -race (several nodes in one process,
+# badger's value-log GC: see node/cluster_test.go, httpgw/compact_test.go).
+# Those live in files with `//go:build !race`, and scripts/norace.sh runs
+# exactly the tests such files declare, found from the files themselves
+# (whatever the tests are named; `scripts/norace.sh check` in .ci/run).
 # The replication interop with a real CouchDB (interop/couchrepl) runs without
 # -race beside the race pass: most of its ~100 s is waiting on CouchDB (its
 # scheduler's 30 s backoff, among others), and the replicator's races are
@@ -27,8 +31,7 @@ test:
 	wait $$pid; interop=$$?; echo "go test -count=1 ./interop/couchrepl/ ./interop/console/ (beside the race pass)"; \
 	cat $$log; rm -f $$log; [ $$race -eq 0 ] && [ $$interop -eq 0 ]
 	go test -count=1 -timeout 5m ./resourcetest/
-	go test -count=1 -timeout 8m -run 'Cluster|Remote|Join|ThreeNodes' ./node/ ./admin/ ./tools/difftest/
-	go test -count=1 -timeout 5m -run 'Compact|Purge|AutoCompaction|OtherNode|NodeProxy|ClusterWide|ViewsCluster|MangoCluster|PartitionCluster' ./httpgw/
+	./scripts/norace.sh run -timeout 8m
 	cd third_party/badger && go test -race -count=1 -run 'DropUnreferenced|FlushMemtable|Shortened|BackgroundGate|SetteeGate|Watermarks|DropPrefixBesideFlattenAll|EmptyMemFile' . ./y
 
 run:

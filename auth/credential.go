@@ -142,7 +142,9 @@ const (
 
 // The answers of CheckIterations: CouchDB's 403 forbidden reasons.
 var (
-	ErrIterationsTooLow  = errors.New("Iteration count is too low for this server")
+	//lint:ignore ST1005 CouchDB's reason, answered as it is
+	ErrIterationsTooLow = errors.New("Iteration count is too low for this server")
+	//lint:ignore ST1005 CouchDB's reason, answered as it is
 	ErrIterationsTooHigh = errors.New("Iteration count is too high for this server")
 )
 

@@ -101,11 +101,11 @@ type Config struct {
 	// its docs over; 0 means DefaultPartitions.
 	Partitions int
 	// Hostile is the flood workload's hostile connections (0: 1000),
-	// FloodSeconds each of its timed runs (0: 10 s), ServerPID the node's
+	// FloodTime each of its timed runs (0: 10 s), ServerPID the node's
 	// process, whose RSS it reads (0: the node's own count, over HTTP).
-	Hostile      int
-	FloodSeconds time.Duration
-	ServerPID    int
+	Hostile   int
+	FloodTime time.Duration
+	ServerPID int
 }
 
 // Values of Config.WriterDB.
@@ -165,7 +165,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.NewDocs, "new-docs", 0, "views workload: docs written before the last timed query (default 1000)")
 	fs.IntVar(&c.Partitions, "partitions", 0, "partitions workload: partitions the docs are spread over (default 100)")
 	fs.IntVar(&c.Hostile, "hostile", 0, "flood workload: hostile connections (default 1000)")
-	fs.DurationVar(&c.FloodSeconds, "flood-time", 0, "flood workload: each timed run, alone and in the flood (default 10s)")
+	fs.DurationVar(&c.FloodTime, "flood-time", 0, "flood workload: each timed run, alone and in the flood (default 10s)")
 	fs.IntVar(&c.ServerPID, "server-pid", 0, "flood workload: the node's process id, to read its RSS from /proc (default: the node's own count from /_node/_local/_system)")
 	fs.StringVar(&c.WriterDB, "writer-db", WriterSame, "compaction workload: the concurrent writer PUTs into the compacted database (same) or another one (other), or there is none (none)")
 }

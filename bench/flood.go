@@ -69,7 +69,7 @@ func RunFlood(ctx context.Context, cfg Config, out, progOut io.Writer) (*FloodRe
 	if hostile <= 0 {
 		hostile = 1000
 	}
-	period := cfg.FloodSeconds
+	period := cfg.FloodTime
 	if period <= 0 {
 		period = 10 * time.Second
 	}

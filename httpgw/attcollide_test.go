@@ -53,7 +53,7 @@ func asUser(t *testing.T, s *testserver.Server, user, method, path, ctype string
 // MD5 to another doc of the same shard (q=1). Each must keep serving its
 // own bytes: written, compacted and after a restart.
 // (not under -race: it compacts, whose badger GC races inside badger;
-// the non-race pass runs it, by "Compact" in its name)
+// make test's non-race pass runs it, as every test of a !race file)
 func TestAttachmentsWithCollidingMD5Compact(t *testing.T) {
 	t.Parallel()
 	m1, err1 := hex.DecodeString(md5Collision[0])

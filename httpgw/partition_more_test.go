@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/settee/settee/internal/testserver"
-	"github.com/settee/settee/node"
 )
 
 // Issue 19, what must stay unchanged or survive: a partition's counts and
@@ -118,20 +116,6 @@ func pmCompact(c caller, db string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// raceBuild reports whether the test binary has the race detector.
-func raceBuild() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
 
 // compactPurgeSeed writes the docs of partitionCompactPurge: alice, bob
@@ -294,17 +278,6 @@ func partitionCompactPurge(t *testing.T, base, user, pw string) {
 				p, g.DocCount, g.DocDelCount, g.Sizes.External, w.DocCount, w.DocDelCount, w.Sizes.External)
 		}
 	}
-}
-
-// TestPartitionStatsCompactPurge compacts (badger's value-log GC, which
-// -race reports a race inside badger for: see compact_test.go), so it
-// runs in make test's non-race pass only.
-func TestPartitionStatsCompactPurge(t *testing.T) {
-	if raceBuild() {
-		t.Skip("compaction runs badger's value-log GC, racy inside badger: run without -race (make test's second pass)")
-	}
-	s := testserver.Start(t, smallVlogPM)
-	partitionCompactPurge(t, s.URL, testserver.AdminUser, testserver.AdminPassword)
 }
 
 func TestPartitionStatsCompactPurgeAsCouchDB(t *testing.T) {
@@ -577,10 +550,6 @@ func TestPartitionReplicationAsCouchDB(t *testing.T) {
 		},
 	})
 }
-
-// smallVlogPM makes badger's value-log files 1 MB (compact_test.go's
-// smallVlog, which -race builds do not have).
-func smallVlogPM(c *node.Config) { c.ValueLogFileMB = 1 }
 
 // partitionChanges checks that each _changes of db lists its docs once:
 // all holds the ids of every doc, deleted ones too.

@@ -2,7 +2,6 @@ package resourcetest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,14 +295,4 @@ func (w *watch) end(t *testing.T) {
 func (n *node) setup() {
 	n.must("PUT", "/plain", "", nil, 201, 412)
 	n.must("PUT", "/plain/doc", "application/json", []byte(`{"v":1}`), 201, 409)
-}
-
-var errClosed = errors.New("closed")
-
-// counter counts what the attackers saw.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) add() { c.n.Add(1) }
-func (c *counter) get() int64 {
-	return c.n.Load()
 }

@@ -1,7 +1,8 @@
 //go:build !race
 
 // Several settee nodes in one process cannot run under -race (see
-// node/cluster_test.go); make test runs these in its second pass.
+// node/cluster_test.go); make test runs this package whole without -race,
+// beside the race pass.
 
 package couchrepl_test
 

@@ -1,5 +1,0 @@
-//go:build !race
-
-package revtree
-
-const raceEnabled = false
