@@ -30,7 +30,7 @@ type vm struct {
 	mapDoc, reduce, validate, filter, show, list, update, makeRequire, stringify, parse goja.Callable
 
 	fns  map[*goja.Program]goja.Value // functions with no require
-	sets map[uint64]*setState // by MapSet id
+	sets map[uint64]*setState         // by MapSet id
 
 	// For a DDoc sandbox (its key determines the doc): the doc as the
 	// functions' this, its require, and the functions bound to it.
