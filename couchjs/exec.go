@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -354,22 +355,20 @@ func (v *vm) runList(req *request) error {
 		g := newEnc(e.lbuf, fGetRow)
 		e.send(g.frame())
 		e.lbuf = g.b[:0]
-		for fr := range e.frames {
-			if fr.typ != fRow {
-				continue
-			}
-			if len(fr.body) == 0 || fr.body[0] == rowAbort {
-				aborted = true
-				v.rt.Interrupt(errListAborted)
-				return nil, false
-			}
-			if fr.body[0] == rowEnd {
-				return nil, false
-			}
-			d := dec{b: fr.body[1:]}
-			return d.bytes(), true
+		typ, body, err := readFrame(e.in, maxRequestFrame)
+		if err != nil {
+			os.Exit(0) // the parent is gone
 		}
-		return nil, false
+		if typ != fRow || len(body) == 0 || body[0] == rowAbort {
+			aborted = true
+			v.rt.Interrupt(errListAborted)
+			return nil, false
+		}
+		if body[0] == rowEnd {
+			return nil, false
+		}
+		d := dec{b: body[1:]}
+		return d.bytes(), true
 	}
 	v.chunks = func(label string, chunks []string, st goja.Value) error {
 		g := newEnc(e.lbuf, fChunks)
@@ -415,10 +414,13 @@ func (v *vm) mapDocs(req *request, res *result) error {
 	n := len(req.srcs)
 	res.out = make([][]byte, len(req.a))
 	var buf []byte
+	// the docs are the call's (see lazydoc.go): detached before the
+	// answer lets the parent reuse their bytes
+	src := &lazySrc{}
+	defer func() { src.detached = true }()
 	for d, doc := range req.a {
-		v.heartbeat()
 		v.e.beat()
-		r, err := v.mapDoc(goja.Undefined(), st.fns, newLazy(v.rt, trimJSON(doc)))
+		r, err := v.mapDoc(goja.Undefined(), st.fns, newLazy(v.rt, src, trimJSON(doc)))
 		if err != nil {
 			return v.exception(err)
 		}

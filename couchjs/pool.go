@@ -65,6 +65,10 @@ const (
 	killGrace = time.Second
 	// startTimeout bounds a worker's start.
 	startTimeout = 30 * time.Second
+	// sharedBytes is the size of each worker's shared region: a view
+	// batch (at most 1 MB of docs) fits; a bigger one goes through the
+	// pipe.
+	sharedBytes = 4 << 20
 	// monitorEvery is how often the Pool reads its busy workers' resident
 	// memory and deadlines.
 	monitorEvery = 10 * time.Millisecond
@@ -137,6 +141,7 @@ func errExit(status int) *Error {
 type Pool struct {
 	cfg  Config
 	log  *slog.Logger
+	wc   workerConfig
 	wcfg string        // the workers' environment
 	seq  atomic.Uint64 // names the sandboxes of Pool.NewMapSet and map sets
 
@@ -169,7 +174,7 @@ type Pool struct {
 func New(cfg Config) *Pool {
 	cfg = cfg.withDefaults()
 	wc := workerConfig{timeout: cfg.Timeout, maxMemory: cfg.MaxMemory, memory: cfg.WorkerMemory, maxOutput: cfg.MaxOutput}
-	return &Pool{cfg: cfg, log: cfg.Logger, wcfg: wc.env(), live: map[*worker]struct{}{}, busy: map[string]int{},
+	return &Pool{cfg: cfg, log: cfg.Logger, wc: wc, wcfg: wc.env(), live: map[*worker]struct{}{}, busy: map[string]int{},
 		queues: map[string][]*waiter{}, stop: make(chan struct{})}
 }
 

@@ -31,12 +31,14 @@ var errStale = errors.New("couchjs: worker gone before the call")
 // owns it (seq, buf, keys, evicted); the monitor reads deadline and pid,
 // an interrupting goroutine writes under wmu.
 type worker struct {
-	p   *Pool
-	cmd *exec.Cmd
-	pid int
-	in  *os.File // its stdin
-	rd  *os.File // its stdout
-	out *bufio.Reader
+	p    *Pool
+	cmd  *exec.Cmd
+	pid  int
+	in   *os.File // its stdin
+	intr *os.File // its fd 3: interrupts
+	rd   *os.File // its stdout
+	out  *bufio.Reader
+	shm  []byte // the shared region the worker reads a view batch from
 
 	seq uint64 // the last call's
 	buf []byte // the request frame
@@ -90,27 +92,53 @@ func (p *Pool) startWorker() (*worker, error) {
 		inW.Close()
 		return nil, fmt.Errorf("couchjs: worker pipe: %w", err)
 	}
+	intrR, intrW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("couchjs: worker pipe: %w", err)
+	}
+	extra := []*os.File{intrR}
+	wcfg := p.wcfg
+	shmFile, shm, err := newSharedMemory(sharedBytes)
+	if err == nil {
+		extra = append(extra, shmFile)
+		wc := p.wc
+		wc.shm = sharedBytes
+		wcfg = wc.env()
+	}
 	cmd := &exec.Cmd{
 		Path: exe,
 		Args: []string{"settee-couchjs-worker"},
 		// GOTRACEBACK=none: a worker that dies of a fatal error (out of
 		// memory) prints the error, not every goroutine's stack
-		Env:    append(os.Environ(), envWorker+"=1", envConfig+"="+p.wcfg, "GOTRACEBACK=none"),
-		Stdin:  inR,
-		Stdout: outW,
-		Stderr: &tail{max: 4 << 10},
+		Env:        append(os.Environ(), envWorker+"=1", envConfig+"="+wcfg, "GOTRACEBACK=none"),
+		Stdin:      inR,
+		Stdout:     outW,
+		Stderr:     &tail{max: 4 << 10},
+		ExtraFiles: extra,
 	}
 	start := time.Now()
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
+	intrR.Close()
+	if shmFile != nil {
+		shmFile.Close() // the mapping stays
+	}
 	if err != nil {
+		if shm != nil {
+			unmapSharedMemory(shm)
+		}
 		inW.Close()
 		outR.Close()
+		intrW.Close()
 		return nil, fmt.Errorf("couchjs: starting a worker: %w", err)
 	}
 	growPipe(inW)
-	w := &worker{p: p, cmd: cmd, pid: cmd.Process.Pid, in: inW, rd: outR, out: bufio.NewReaderSize(outR, 64<<10),
+	w := &worker{p: p, cmd: cmd, pid: cmd.Process.Pid, in: inW, intr: intrW, rd: outR, shm: shm, out: bufio.NewReaderSize(outR, 64<<10),
 		keys: map[string]*list.Element{}, stderr: cmd.Stderr.(*tail)}
 	p.mu.Lock()
 	p.live[w] = struct{}{}
@@ -185,7 +213,7 @@ func (w *worker) interrupt(seq uint64) {
 	if w.cur != seq {
 		return
 	}
-	_, _ = w.in.Write(e.frame())
+	_, _ = w.intr.Write(e.frame())
 	w.cut = true
 	if at := time.Now().Add(killGrace).UnixNano(); w.deadline.Load() > at {
 		w.deadline.Store(at)
@@ -205,7 +233,7 @@ func (w *worker) reply(status byte, row []byte) error {
 func (w *worker) call(ctx context.Context, req *request, onFrame func(*worker, byte, []byte) error) (*result, error) {
 	w.seq++
 	req.seq = w.seq
-	w.buf = req.encode(w.buf)
+	w.buf = req.encode(w.buf, w.shm)
 	w.begin(req.seq)
 	defer w.disarm()
 	seq := req.seq
@@ -294,9 +322,16 @@ func (w *worker) isDead() bool { return w.dead.Load() }
 func (w *worker) reap() {
 	w.reapOnce.Do(func() {
 		w.dead.Store(true)
+		w.wmu.Lock()
 		_ = w.in.Close()
+		_ = w.intr.Close()
+		w.wmu.Unlock()
 		err := w.cmd.Wait()
 		_ = w.rd.Close()
+		if w.shm != nil {
+			unmapSharedMemory(w.shm)
+			w.shm = nil
+		}
 		w.status = exitStatus(w.cmd.ProcessState, err)
 		p := w.p
 		p.mu.Lock()
@@ -319,6 +354,7 @@ func (w *worker) reap() {
 func (w *worker) stop() {
 	w.wmu.Lock()
 	_ = w.in.Close()
+	_ = w.intr.Close()
 	w.wmu.Unlock()
 	t := time.AfterFunc(killGrace, func() { w.kill(killNone) })
 	w.reap()

@@ -37,11 +37,6 @@ type vm struct {
 	ddoc, ddocReq goja.Value
 	ddocFns       map[*goja.Program]goja.Value
 
-	// beat restarts the watchdog's timeout: a batch call (MapDocs) beats
-	// before each doc, so Timeout bounds each doc, as CouchDB's
-	// os_process_timeout bounds each map_doc command
-	beat chan struct{}
-
 	// Set for the duration of a _list call.
 	nextRow func() ([]byte, bool)
 	chunks  func(label string, chunks []string, start goja.Value) error
@@ -247,12 +242,4 @@ func (v *vm) thrown(val goja.Value) error {
 		return &Error{Code: name.String(), Reason: reason}
 	}
 	return &Error{Code: "unnamed_error", Reason: v.errstr(val)}
-}
-
-// heartbeat restarts the current call's timeout.
-func (v *vm) heartbeat() {
-	select {
-	case v.beat <- struct{}{}:
-	default:
-	}
 }

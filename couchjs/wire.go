@@ -196,7 +196,9 @@ func (d *dec) strs() []string {
 	return ss
 }
 
-func (r *request) encode(buf []byte) []byte {
+// encode builds the call's frame. With shm (the worker's shared region)
+// a batch of docs that fits goes there, and the frame carries where.
+func (r *request) encode(buf, shm []byte) []byte {
 	e := newEnc(buf, fCall)
 	e.u(r.seq)
 	e.b = append(e.b, r.kind)
@@ -209,13 +211,30 @@ func (r *request) encode(buf []byte) []byte {
 	e.strs(r.srcs)
 	e.u(r.set)
 	e.bytes(r.lib)
-	e.list(r.a)
+	n := 0
+	for _, p := range r.a {
+		n += len(p)
+	}
+	if shm != nil && r.kind == kMap && n <= len(shm) {
+		e.bool(true)
+		e.u(uint64(len(r.a)))
+		off := 0
+		for _, p := range r.a {
+			copy(shm[off:], p)
+			e.u(uint64(off))
+			e.u(uint64(len(p)))
+			off += len(p)
+		}
+	} else {
+		e.bool(false)
+		e.list(r.a)
+	}
 	e.list(r.b)
 	e.bool(r.flag)
 	return e.frame()
 }
 
-func decodeRequest(body []byte) (*request, error) {
+func decodeRequest(body, shm []byte) (*request, error) {
 	d := dec{b: body}
 	r := &request{seq: d.u()}
 	if len(d.b) == 0 {
@@ -236,7 +255,22 @@ func decodeRequest(body []byte) (*request, error) {
 	r.srcs = d.strs()
 	r.set = d.u()
 	r.lib = d.bytes()
-	r.a = d.list()
+	if d.bool() {
+		n := d.u()
+		if d.err != nil || n > uint64(len(d.b)) {
+			return nil, errShort
+		}
+		r.a = make([][]byte, n)
+		for i := range r.a {
+			off, l := d.u(), d.u()
+			if d.err != nil || off > uint64(len(shm)) || l > uint64(len(shm))-off {
+				return nil, errShort
+			}
+			r.a[i] = shm[off : off+l : off+l]
+		}
+	} else {
+		r.a = d.list()
+	}
 	r.b = d.list()
 	r.flag = d.bool()
 	return r, d.err

@@ -42,18 +42,19 @@ type workerConfig struct {
 	maxMemory int64         // heap growth per call before it is interrupted (<= 0: none)
 	memory    int64         // the process's bound: RLIMIT_AS above the start size, and Go's memory limit
 	maxOutput int           // largest answer frame
+	shm       int           // size of the shared region (fd 4), 0: none
 }
 
 func (c workerConfig) env() string {
-	return fmt.Sprintf("%d,%d,%d,%d", int64(c.timeout), c.maxMemory, c.memory, c.maxOutput)
+	return fmt.Sprintf("%d,%d,%d,%d,%d", int64(c.timeout), c.maxMemory, c.memory, c.maxOutput, c.shm)
 }
 
 func parseWorkerConfig(s string) (workerConfig, error) {
 	parts := strings.Split(s, ",")
-	if len(parts) != 4 {
+	if len(parts) != 5 {
 		return workerConfig{}, fmt.Errorf("couchjs: worker config %q", s)
 	}
-	var n [4]int64
+	var n [5]int64
 	for i, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
@@ -61,21 +62,29 @@ func parseWorkerConfig(s string) (workerConfig, error) {
 		}
 		n[i] = v
 	}
-	return workerConfig{timeout: time.Duration(n[0]), maxMemory: n[1], memory: n[2], maxOutput: int(n[3])}, nil
-}
-
-type frame struct {
-	typ  byte
-	body []byte
+	return workerConfig{timeout: time.Duration(n[0]), maxMemory: n[1], memory: n[2], maxOutput: int(n[3]), shm: int(n[4])}, nil
 }
 
 // workerMain is a worker's life: limit itself, say hello, serve calls
 // until its stdin closes (the Pool closed it, or the parent died).
+//
+// The main goroutine reads stdin and runs the calls: a call's frames
+// (and a list's rows) are read where they are used, with no handoff
+// between goroutines on the way (each costs a thread wake-up, tens of
+// microseconds on a busy virtual machine). Interrupts come on a pipe of
+// their own (fd 3), read by a goroutine that sleeps until one comes.
 func workerMain() int {
 	cfg, err := parseWorkerConfig(os.Getenv(envConfig))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	var shm []byte
+	if cfg.shm > 0 {
+		if shm, err = mapSharedMemory(4, cfg.shm); err != nil {
+			fmt.Fprintln(os.Stderr, "couchjs worker:", err)
+			return 2
+		}
 	}
 	if cfg.memory > 0 {
 		if err := limitAddressSpace(cfg.memory); err != nil {
@@ -86,57 +95,59 @@ func workerMain() int {
 		debug.SetMemoryLimit(cfg.memory * 3 / 4)
 	}
 	e := newEngine(cfg, os.Stdout)
-	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	frames := make(chan frame, 1)
-	// The reader: calls and rows go to the main loop; an interrupt
-	// reaches the call under way at once. EOF ends the process: the
-	// parent closed the pipe or is gone.
+	e.in = bufio.NewReaderSize(os.Stdin, 64<<10)
+	intr := bufio.NewReader(os.NewFile(3, "couchjs-interrupts"))
 	go func() {
 		for {
-			typ, body, err := readFrame(in, maxRequestFrame)
+			typ, body, err := readFrame(intr, 64)
 			if err != nil {
+				// the parent is gone, or closed the pool
 				os.Exit(0)
 			}
 			if typ == fInterrupt {
 				d := dec{b: body}
 				e.interrupt(d.u())
-				continue
 			}
-			frames <- frame{typ, body}
 		}
 	}()
 	hello := newEnc(nil, fHello)
 	hello.u(protoVersion)
-	if _, err := os.Stdout.Write(hello.frame()); err != nil {
+	if !e.send(hello.frame()) {
 		return 0
 	}
-	e.frames = frames
-	for f := range frames {
-		if f.typ != fCall {
+	for {
+		typ, body, err := readFrame(e.in, maxRequestFrame)
+		if err != nil {
+			return 0
+		}
+		if typ != fCall {
 			continue // a row for a list that ended
 		}
-		req, err := decodeRequest(f.body)
+		req, err := decodeRequest(body, shm)
 		var res *result
 		if err != nil {
 			res = &result{status: rFail, reason: err.Error()}
 		} else {
 			res = e.serve(req)
 		}
-		if !e.send(res.encode(e.buf[:0])) {
+		e.buf = res.encode(e.buf)
+		if !e.send(e.buf) {
 			return 0
 		}
+		if cap(e.buf) > 4<<20 {
+			e.buf = nil
+		}
 	}
-	return 0
 }
 
 // engine is a worker's state: its runtimes (one per sandbox: calls run
 // one at a time, so one is enough), compiled sources and modules.
 type engine struct {
-	cfg    workerConfig
-	out    *os.File
-	frames <-chan frame
-	buf    []byte // answer frames
-	lbuf   []byte // log, beat and chunk frames
+	cfg  workerConfig
+	out  *os.File
+	in   *bufio.Reader // stdin: calls, and a list's rows
+	buf  []byte        // answer frames
+	lbuf []byte        // log, beat and chunk frames
 
 	progs map[string]*compiled
 	mods  map[string]*goja.Program
@@ -144,25 +155,33 @@ type engine struct {
 
 	prelude, lockdown *goja.Program
 
-	// the call under way, and an interrupt that came before it started
-	mu       sync.Mutex
-	cur      uint64
-	cutSeq   uint64
-	intr     chan struct{}
 	lastBeat time.Time
 	broken   bool // a write to the parent failed
-	memStop  bool // the last call was stopped by maxMemory (set by watch)
+
+	// mu guards the call under way between the main goroutine, its
+	// timers and the interrupt reader.
+	mu      sync.Mutex
+	cur     uint64 // the call under way (0: none)
+	cutSeq  uint64 // an interrupt that came before its call started
+	rt      *goja.Runtime
+	why     error // why the call was stopped: timeout, memory, interrupt
+	memStop bool  // why is the memory bound
+	timer   *time.Timer
+	memT    *time.Timer
+	sample  []metrics.Sample
+	memBase int64
 }
 
 func newEngine(cfg workerConfig, out *os.File) *engine {
 	return &engine{cfg: cfg, out: out, progs: map[string]*compiled{}, mods: map[string]*goja.Program{}, rts: map[string]*vm{},
 		prelude:  goja.MustCompile("prelude.js", preludeSrc, false),
-		lockdown: goja.MustCompile("lockdown.js", lockdownSrc, false)}
+		lockdown: goja.MustCompile("lockdown.js", lockdownSrc, false),
+		sample:   []metrics.Sample{{Name: heapMetric}}}
 }
 
 // send writes one frame to the parent.
 func (e *engine) send(b []byte) bool {
-	if e.broken {
+	if e.broken || e.out == nil {
 		return false
 	}
 	if _, err := e.out.Write(b); err != nil {
@@ -185,8 +204,15 @@ func (e *engine) log(s string) {
 	e.lbuf = f.b[:0]
 }
 
-// beat tells the parent a batch moves on, at most every quarter timeout.
+// beat restarts the call's timeout (a batch's next doc: Timeout bounds
+// each doc, as CouchDB's os_process_timeout bounds each map_doc
+// command) and tells the parent, at most every quarter timeout.
 func (e *engine) beat() {
+	e.mu.Lock()
+	if e.timer != nil && e.why == nil {
+		e.timer.Reset(e.cfg.timeout)
+	}
+	e.mu.Unlock()
 	if now := time.Now(); now.Sub(e.lastBeat) > e.cfg.timeout/4 {
 		e.lastBeat = now
 		f := newEnc(e.lbuf, fBeat)
@@ -199,34 +225,73 @@ func (e *engine) beat() {
 func (e *engine) interrupt(seq uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if seq == e.cur && e.intr != nil {
-		select {
-		case e.intr <- struct{}{}:
-		default:
-		}
-		return
-	}
-	if seq > e.cur {
+	if seq == e.cur {
+		e.stopLocked(errCut)
+	} else if seq > e.cur {
 		e.cutSeq = seq
 	}
 }
 
-func (e *engine) begin(seq uint64) <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.cur = seq
-	e.intr = make(chan struct{}, 1)
-	if e.cutSeq == seq {
-		e.intr <- struct{}{}
+// stopLocked interrupts the call under way for why (the first reason
+// wins); e.mu is held.
+func (e *engine) stopLocked(why error) {
+	if e.cur == 0 || e.why != nil {
+		return
 	}
-	e.lastBeat = time.Now()
-	return e.intr
+	e.why = why
+	e.rt.Interrupt(why)
 }
 
-func (e *engine) end() {
+// begin starts the watch over call seq on rt: its timeout, and the heap
+// sampled every memSampleEvery while it runs. Timers, not a goroutine:
+// a call that ends within 2 ms wakes nothing.
+func (e *engine) begin(seq uint64, rt *goja.Runtime) {
 	e.mu.Lock()
-	e.intr = nil
-	e.mu.Unlock()
+	defer e.mu.Unlock()
+	e.cur, e.rt, e.why, e.memStop = seq, rt, nil, false
+	e.lastBeat = time.Now()
+	if e.cutSeq == seq {
+		e.stopLocked(errCut)
+	}
+	e.timer = time.AfterFunc(e.cfg.timeout, func() {
+		e.mu.Lock()
+		if e.cur == seq {
+			e.stopLocked(errTimeout())
+		}
+		e.mu.Unlock()
+	})
+	if e.cfg.maxMemory > 0 {
+		e.memBase = heapBytes(e.sample)
+		var check func()
+		check = func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.cur != seq || e.why != nil {
+				return
+			}
+			if heapBytes(e.sample)-e.memBase > e.cfg.maxMemory {
+				e.memStop = true
+				e.stopLocked(errMemory(e.cfg.maxMemory))
+				return
+			}
+			e.memT.Reset(memSampleEvery)
+		}
+		e.memT = time.AfterFunc(memSampleEvery, check)
+	}
+}
+
+// end ends the watch and answers why the call was stopped (nil: it was
+// not).
+func (e *engine) end() (why error, memStop bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timer.Stop()
+	if e.memT != nil {
+		e.memT.Stop()
+	}
+	why, memStop = e.why, e.memStop
+	e.cur, e.rt, e.why, e.timer, e.memT = 0, nil, nil, nil, nil
+	return why, memStop
 }
 
 // module compiles a CommonJS module's source into a program evaluating to
@@ -253,7 +318,7 @@ var errNeedDDoc = errors.New("couchjs: sandbox without its design doc")
 // errCut is the answer of a call its caller interrupted.
 var errCut = errors.New("couchjs: call interrupted by its caller")
 
-// serve runs one call on the runtime of its sandbox under the watchdog:
+// serve runs one call on the runtime of its sandbox under the watch:
 // Timeout, an interrupt and MaxMemory stop it. The runtime is kept
 // unless the call was stopped, panicked, or its sandbox is a one-off.
 func (e *engine) serve(req *request) (res *result) {
@@ -274,8 +339,6 @@ func (e *engine) serve(req *request) (res *result) {
 			e.rts[req.key] = v
 		}
 	}
-	intr := e.begin(req.seq)
-	defer e.end()
 	broken := true
 	defer func() {
 		if broken || req.once {
@@ -284,16 +347,7 @@ func (e *engine) serve(req *request) (res *result) {
 		}
 	}()
 
-	done := make(chan struct{})
-	e.memStop = false
-	v.beat = make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	var why error // set by the watchdog before it interrupts; read after wg.Wait
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		why = e.watch(v.rt, done, v.beat, intr)
-	}()
+	e.begin(req.seq, v.rt)
 	var err error
 	panicked := false
 	func() {
@@ -305,8 +359,7 @@ func (e *engine) serve(req *request) (res *result) {
 		}()
 		err = e.exec(v, req, res)
 	}()
-	close(done)
-	wg.Wait()
+	why, memStop := e.end()
 	if why != nil {
 		// Whatever the call answered, it was cut short.
 		res.out = nil
@@ -314,11 +367,11 @@ func (e *engine) serve(req *request) (res *result) {
 			res.status = rCut
 			return res
 		}
-		if e.memStop {
+		if memStop {
 			// the runtime is dropped: give its heap back before the
-			// next call measures its own growth from here
-			v = nil
+			// next call measures its own growth from there
 			delete(e.rts, req.key)
+			v = nil
 			debug.FreeOSMemory()
 		}
 		return failed(res, why)
@@ -371,44 +424,4 @@ func heapBytes(s []metrics.Sample) int64 {
 		return 0
 	}
 	return int64(s[0].Value.Uint64())
-}
-
-// watch interrupts rt when the call outlives the timeout (from its start
-// or its last beat), the parent interrupts it, or the heap grows past
-// maxMemory; it returns the reason, or nil once done closes.
-func (e *engine) watch(rt *goja.Runtime, done, beat, intr <-chan struct{}) error {
-	timer := time.NewTimer(e.cfg.timeout)
-	defer timer.Stop()
-	var tick <-chan time.Time
-	var sample []metrics.Sample
-	var base int64
-	if e.cfg.maxMemory > 0 {
-		sample = []metrics.Sample{{Name: heapMetric}}
-		base = heapBytes(sample)
-		t := time.NewTicker(memSampleEvery)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-done:
-			return nil
-		case <-beat:
-			timer.Reset(e.cfg.timeout) // no stale fire after Reset (Go 1.23 timers)
-		case <-timer.C:
-			err := errTimeout()
-			rt.Interrupt(err)
-			return err
-		case <-intr:
-			rt.Interrupt(errCut)
-			return errCut
-		case <-tick:
-			if heapBytes(sample)-base > e.cfg.maxMemory {
-				e.memStop = true
-				err := errMemory(e.cfg.maxMemory)
-				rt.Interrupt(err)
-				return err
-			}
-		}
-	}
 }
