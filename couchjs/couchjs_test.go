@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,8 +24,33 @@ func newPool(t testing.TB, cfg Config) *Pool {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	p := New(cfg)
-	t.Cleanup(p.Close)
+	t.Cleanup(func() { closeAndCheck(t, p) })
 	return p
+}
+
+// closeAndCheck closes p and checks that none of its worker processes is
+// left: Close waits for each to exit, and reaps it.
+func closeAndCheck(t testing.TB, p *Pool) {
+	t.Helper()
+	var pids []int
+	p.mu.Lock()
+	for w := range p.live {
+		pids = append(pids, w.pid)
+	}
+	p.mu.Unlock()
+	p.Close()
+	p.mu.Lock()
+	left := len(p.live)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d workers live after Close", left)
+	}
+	for _, pid := range pids {
+		// reaped: no such process (a zombie would still answer)
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("worker %d still there after Close: %v", pid, err)
+		}
+	}
 }
 
 func emitsString(out [][]Emit) string {
