@@ -231,6 +231,9 @@ func TestWorkerKilled(t *testing.T) {
 	p := newPool(t, Config{MaxWorkers: 1, Timeout: 20 * time.Second})
 	ctx := context.Background()
 	d := p.DDoc("db", []byte(`{"_id":"_design/d","_rev":"1-a"}`))
+	if _, err := d.Show(ctx, `function(doc, req) { return "started"; }`, nil, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		_, err := d.Show(ctx, `function(doc, req) { while (true) {} }`, nil, []byte(`{}`))

@@ -266,10 +266,10 @@ func (p *Pool) acquire(ctx context.Context, class, key string) (*worker, error) 
 	}
 	w, err := p.startWorker()
 	if err != nil {
+		// startWorker released its p.workers count
 		p.mu.Lock()
 		p.total--
 		p.busy[class]--
-		p.workers.Done()
 		p.dispatch()
 		p.mu.Unlock()
 		return nil, err

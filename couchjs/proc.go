@@ -76,8 +76,22 @@ func (p *Pool) executable() (string, error) {
 }
 
 // startWorker starts a worker process and waits for its hello. The
-// caller holds a p.workers count for it, which reaping releases.
+// caller holds a p.workers count for it, which reaping releases; when
+// the start fails, startWorker releases it.
 func (p *Pool) startWorker() (*worker, error) {
+	w, err := p.start()
+	if err != nil && w == nil {
+		p.workers.Done() // no process to reap
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// start is startWorker; a failure after the process started answers the
+// reaped worker too.
+func (p *Pool) start() (*worker, error) {
 	exe, err := p.executable()
 	if err != nil {
 		return nil, err
@@ -162,7 +176,7 @@ func (p *Pool) startWorker() (*worker, error) {
 	if err != nil {
 		w.kill(killProtocol)
 		w.reap()
-		return nil, fmt.Errorf("couchjs: starting a worker: %w (exit status %d: %s)", err, w.status, w.stderr.String())
+		return w, fmt.Errorf("couchjs: starting a worker: %w (exit status %d: %s)", err, w.status, w.stderr.String())
 	}
 	p.log.Debug("couchjs: worker started", "pid", w.pid, "took", time.Since(start))
 	return w, nil
