@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 )
 
 // The protocol between a Pool and its worker processes: frames over the
@@ -326,6 +325,3 @@ type frameSizeError struct{ n, max int }
 func (e *frameSizeError) Error() string {
 	return fmt.Sprintf("couchjs: frame of %d bytes, over the bound of %d", e.n, e.max)
 }
-
-// durationEnv formats d for the worker's environment.
-func durationEnv(d time.Duration) string { return fmt.Sprint(int64(d)) }

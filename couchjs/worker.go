@@ -262,8 +262,7 @@ func (e *engine) begin(seq uint64, rt *goja.Runtime) {
 	})
 	if e.cfg.maxMemory > 0 {
 		e.memBase = heapBytes(e.sample)
-		var check func()
-		check = func() {
+		check := func() {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.cur != seq || e.why != nil {
