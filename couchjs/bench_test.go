@@ -152,3 +152,18 @@ func BenchmarkMapDocsEngine(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReduceCall is one small call, a round trip to a worker: what
+// a group=true query with a JavaScript reduce pays per group.
+func BenchmarkReduceCall(b *testing.B) {
+	p := New(Config{MaxWorkers: 1})
+	defer p.Close()
+	sb := p.Sandbox("db", "views", "x")
+	vals := [][]byte{[]byte("1"), []byte("2")}
+	keys := [][]byte{[]byte(`["a","d1"]`), []byte(`["b","d2"]`)}
+	for b.Loop() {
+		if _, err := sb.Reduce(context.Background(), `function(k, v, re) { return sum(v); }`, keys, vals, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
