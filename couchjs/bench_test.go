@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dop251/goja"
 )
@@ -31,16 +32,13 @@ const twoFields = `function(doc) { if (doc.type === 'order') emit(doc.status, do
 func BenchmarkDocAccess(b *testing.B) {
 	for _, size := range []int{1 << 10, 14700} {
 		doc := benchDoc(size)
-		p := New(Config{MaxVMs: 1})
-		m, err := p.NewMapSet([]string{twoFields}, nil)
+		// in process, on a worker's engine: the doc's way into a runtime
+		e := newEngine(workerConfig{timeout: time.Minute}, nil)
+		v, err := newVM(e, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		v, err := p.get(context.Background(), m.sb)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st, err := v.mapState(m)
+		st, err := v.mapState(&request{kind: kMap, srcs: []string{twoFields}, set: 1, lib: []byte(`{"views":{"lib":null}}`)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +55,11 @@ func BenchmarkDocAccess(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				out, err := collectEmits(res.(*goja.Object), 1)
+				enc, err := appendEmits(nil, res.(*goja.Object), 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, err := decodeEmits(enc, 1)
 				if err != nil || len(out[0]) != 1 {
 					b.Fatal(out, err)
 				}
@@ -94,10 +96,8 @@ func BenchmarkDocAccess(b *testing.B) {
 			})
 		})
 		b.Run(name+"/c_lazy", func(b *testing.B) {
-			run(b, func() goja.Value { return newLazy(v.rt, doc) })
+			run(b, func() goja.Value { return newLazy(v.rt, &lazySrc{}, doc) })
 		})
-		p.put(v, false)
-		p.Close()
 	}
 }
 
@@ -111,7 +111,7 @@ func BenchmarkMapDocs(b *testing.B) {
 			docs[i] = doc
 		}
 		b.Run(fmt.Sprintf("%dB", len(doc)), func(b *testing.B) {
-			p := New(Config{MaxVMs: 1})
+			p := New(Config{MaxWorkers: 1})
 			defer p.Close()
 			m, err := p.NewMapSet([]string{twoFields, `function(doc) { emit([doc.type, doc._id], null); }`}, nil)
 			if err != nil {
@@ -125,5 +125,45 @@ func BenchmarkMapDocs(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*len(docs))/b.Elapsed().Seconds(), "docs/s")
 		})
+	}
+}
+
+// BenchmarkMapDocsEngine is BenchmarkMapDocs on a worker's engine in
+// process: what the batch costs without the pipe and the second process.
+func BenchmarkMapDocsEngine(b *testing.B) {
+	for _, size := range []int{1 << 10, 14700} {
+		doc := benchDoc(size)
+		docs := make([][]byte, 100)
+		for i := range docs {
+			docs[i] = doc
+		}
+		b.Run(fmt.Sprintf("%dB", len(doc)), func(b *testing.B) {
+			e := newEngine(workerConfig{timeout: time.Minute, maxMemory: 1 << 30}, nil)
+			req := &request{kind: kMap, key: "k", srcs: []string{twoFields, `function(doc) { emit([doc.type, doc._id], null); }`}, set: 1,
+				lib: []byte(`{"views":{"lib":null}}`), a: docs}
+			b.SetBytes(int64(len(doc) * len(docs)))
+			for b.Loop() {
+				req.seq++
+				if res := e.serve(req); res.status != rOK {
+					b.Fatal(res.reason)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(docs))/b.Elapsed().Seconds(), "docs/s")
+		})
+	}
+}
+
+// BenchmarkReduceCall is one small call, a round trip to a worker: what
+// a group=true query with a JavaScript reduce pays per group.
+func BenchmarkReduceCall(b *testing.B) {
+	p := New(Config{MaxWorkers: 1})
+	defer p.Close()
+	sb := p.Sandbox("db", "views", "x")
+	vals := [][]byte{[]byte("1"), []byte("2")}
+	keys := [][]byte{[]byte(`["a","d1"]`), []byte(`["b","d2"]`)}
+	for b.Loop() {
+		if _, err := sb.Reduce(context.Background(), `function(k, v, re) { return sum(v); }`, keys, vals, false); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package couchjs
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,51 +22,23 @@ type compiled struct {
 	prog *goja.Program
 }
 
-// maxPrograms bounds the pool's cache of compiled sources; past it the
+// maxPrograms bounds a worker's cache of compiled sources; past it the
 // cache starts over (sources are few per database: one per function).
 const maxPrograms = 4096
 
-// Compile checks a function source as CouchDB does when a design doc with
-// it is saved: a syntax error, or a source that does not evaluate to a
-// function, is a *Error with Code "compilation_error". The source's top
-// level runs in a sandbox of its own, dropped after.
-func (p *Pool) Compile(src string) error { return p.oneOff().Compile(src) }
-
-// Compile is Pool.Compile in this sandbox (with the design doc's require).
-func (d *DDoc) Compile(src string) error {
-	c, err := d.p.program(src)
-	if err != nil {
-		return err
-	}
-	return d.p.with(context.Background(), d, func(v *vm) error {
-		_, _, err := v.bind(c, d)
-		return err
-	})
-}
-
-func (p *Pool) program(src string) (*compiled, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, ErrClosed
-	}
-	c := p.progs[src]
-	p.mu.Unlock()
-	if c != nil {
+// program is src compiled, from the worker's cache.
+func (e *engine) program(src string) (*compiled, error) {
+	if c := e.progs[src]; c != nil {
 		return c, nil
 	}
 	c, err := compileSource(src)
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	if p.progs != nil {
-		if len(p.progs) >= maxPrograms {
-			p.progs = map[string]*compiled{}
-		}
-		p.progs[src] = c
+	if len(e.progs) >= maxPrograms {
+		clear(e.progs)
 	}
-	p.mu.Unlock()
+	e.progs[src] = c
 	return c, nil
 }
 

@@ -66,7 +66,7 @@ func (c couch) ok(method, path string, body any) []byte {
 // validate_doc_update errors, shows, lists and updates.
 func TestCouchDBSideBySide(t *testing.T) {
 	c := couch{t, testcouch.Start(t, "")}
-	p := newPool(t, Config{MaxVMs: 2})
+	p := newPool(t, Config{MaxWorkers: 2})
 	ctx := context.Background()
 	c.ok("PUT", "/db", nil)
 	docs := map[string]string{"d1": `{"a":1,"n":{"x":[1,2]}}`, "d2": `{"a":"boom","n":{"x":[]}}`}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,8 +24,33 @@ func newPool(t testing.TB, cfg Config) *Pool {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	p := New(cfg)
-	t.Cleanup(p.Close)
+	t.Cleanup(func() { closeAndCheck(t, p) })
 	return p
+}
+
+// closeAndCheck closes p and checks that none of its worker processes is
+// left: Close waits for each to exit, and reaps it.
+func closeAndCheck(t testing.TB, p *Pool) {
+	t.Helper()
+	var pids []int
+	p.mu.Lock()
+	for w := range p.live {
+		pids = append(pids, w.pid)
+	}
+	p.mu.Unlock()
+	p.Close()
+	p.mu.Lock()
+	left := len(p.live)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d workers live after Close", left)
+	}
+	for _, pid := range pids {
+		// reaped: no such process (a zombie would still answer)
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("worker %d still there after Close: %v", pid, err)
+		}
+	}
 }
 
 func emitsString(out [][]Emit) string {
@@ -48,7 +74,7 @@ func emitsString(out [][]Emit) string {
 }
 
 func TestCompile(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	for _, tc := range []struct{ src, code, reason string }{
 		{"function(doc) { emit(doc._id, null) }", "", ""},
 		{"  function (doc)\n{ emit(1, 2); }\n", "", ""},
@@ -79,7 +105,7 @@ func TestCompile(t *testing.T) {
 }
 
 func TestMapDoc(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 2})
+	p := newPool(t, Config{MaxWorkers: 2})
 	doc := `{"_id":"d1","_rev":"1-abc","a":1,"n":{"x":[1,2]},"s":"h\u00e9\"llo","e":""}`
 	for _, tc := range []struct{ name, fn, want string }{
 		{"fields", `function(doc){ emit(doc._id, doc.a); emit(doc.n.x[1], doc.s) }`, `"d1"=1 2="hé\"llo"`},
@@ -119,7 +145,7 @@ func TestMapDoc(t *testing.T) {
 }
 
 func TestMapDocErrors(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	for _, tc := range []struct{ name, fn, code, reason string }{
 		{"fatal_error", `function(doc){ throw 'fatal_error' }`, "map_runtime_error", "function raised 'fatal_error'"},
 		{"fatal", `function(doc){ throw ["fatal", "my_err", "my reason"] }`, "my_err", "my reason"},
@@ -142,7 +168,7 @@ func TestMapDocErrors(t *testing.T) {
 }
 
 func TestRequire(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	lib := map[string]any{
 		"a":     "exports.name = 'a'; exports.b = require('./b').name; exports.up = require('../lib/c').v;",
 		"b":     "exports.name = 'b'; exports.count = (exports.count || 0) + 1;",
@@ -176,7 +202,7 @@ func TestRequire(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1, Timeout: 200 * time.Millisecond})
+	p := newPool(t, Config{MaxWorkers: 1, Timeout: 200 * time.Millisecond})
 	m, err := p.NewMapSet([]string{`function(doc){ if (doc.loop) while(true){} emit(doc._id, null) }`}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +230,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestMemoryBound(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1, Timeout: 20 * time.Second, MaxMemory: 256 << 20})
+	p := newPool(t, Config{MaxWorkers: 1, Timeout: 20 * time.Second, MaxMemory: 256 << 20})
 	m, err := p.NewMapSet([]string{`function(doc){ var a = []; while (1) a.push(new Array(1e5).fill(doc._id)); }`}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +248,7 @@ func TestMemoryBound(t *testing.T) {
 }
 
 func TestConcurrentMaps(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 2})
+	p := newPool(t, Config{MaxWorkers: 2})
 	m, err := p.NewMapSet([]string{`function(doc){ emit(doc._id, doc.n * 2) }`, `function(doc){ if (doc.n % 3 == 0) throw 'x'; emit(doc.n, null) }`}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +285,7 @@ func TestConcurrentMaps(t *testing.T) {
 // Timeout bounds each doc of a batch, not the batch: many docs that each
 // take a while map, as CouchDB's per-command os_process_timeout allows.
 func TestTimeoutPerDoc(t *testing.T) {
-	p := newPool(t, Config{Timeout: 300 * time.Millisecond, MaxVMs: 1})
+	p := newPool(t, Config{Timeout: 300 * time.Millisecond, MaxWorkers: 1})
 	ms, err := p.NewMapSet([]string{`function (doc) { var t = Date.now(); while (Date.now() - t < 100) {} emit(doc._id, 1); }`}, nil)
 	if err != nil {
 		t.Fatal(err)

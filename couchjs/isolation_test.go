@@ -92,7 +92,7 @@ func attackRunners(p *Pool) map[string]func(code string) {
 // the pool: before sandboxes, every call shared it.
 func TestIsolation(t *testing.T) {
 	ctx := context.Background()
-	fresh := newPool(t, Config{MaxVMs: 1})
+	fresh := newPool(t, Config{MaxWorkers: 1})
 	want, err := fresh.DDoc("x", []byte(`{"_id":"_design/x"}`)).Show(ctx, probeShow, nil, []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestIsolation(t *testing.T) {
 	for _, a := range attacks {
 		for from := range attackRunners(fresh) {
 			t.Run(a.name+"/"+from, func(t *testing.T) {
-				p := newPool(t, Config{MaxVMs: 1})
+				p := newPool(t, Config{MaxWorkers: 1})
 				victims["other db"] = p.DDoc("dbb", []byte(`{"_id":"_design/guard","_rev":"1-b"}`))
 				victims["same db"] = p.DDoc("dba", []byte(`{"_id":"_design/guard","_rev":"1-b"}`))
 				victims["same db, same id, other rev"] = p.DDoc("dba", []byte(`{"_id":"_design/evil","_rev":"3-c"}`))
@@ -152,7 +152,7 @@ func TestEvalRefused(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	p := newPool(t, Config{MaxVMs: 1, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	p := newPool(t, Config{MaxWorkers: 1, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
 	ddoc := p.DDoc("db", []byte(`{"_id":"_design/d","lib":{"ok":"exports.v = 1;"}}`))
 	exprs := []struct{ name, expr, what string }{
 		{"eval", `eval("1 + 1")`, "eval()"},
@@ -244,7 +244,7 @@ func TestEvalRefused(t *testing.T) {
 // `this`, a module's parent, or Object.prototype.
 func TestRequireRunsOnlyTheDesignDoc(t *testing.T) {
 	ctx := context.Background()
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	ddoc := p.DDoc("db", []byte(`{"_id":"_design/d","lib":{"ok":"exports.v = 1; exports.mod = module;","sub":{"a":"exports.p = module.parent;"}}}`))
 	for _, tc := range []struct{ name, body, code string }{
 		{"the doc's module", `if (require("lib/ok").v !== 1) throw({forbidden: "v"});`, ""},
@@ -268,7 +268,7 @@ func TestRequireRunsOnlyTheDesignDoc(t *testing.T) {
 // freezes its own built-ins and global leaves the design doc working.
 func TestOwnSandboxPersists(t *testing.T) {
 	ctx := context.Background()
-	p := newPool(t, Config{MaxVMs: 2})
+	p := newPool(t, Config{MaxWorkers: 2})
 	own := p.DDoc("db", []byte(`{"_id":"_design/own","_rev":"1-a"}`))
 	other := p.DDoc("db", []byte(`{"_id":"_design/other","_rev":"1-a"}`))
 	vdu := `function(newDoc) {
@@ -283,7 +283,7 @@ func TestOwnSandboxPersists(t *testing.T) {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	// calls ran on one runtime or two (MaxVMs 2): each counts its own,
+	// calls ran on one runtime or two (MaxWorkers 2): each counts its own,
 	// and the function is there in the one a show gets
 	for _, tc := range []struct {
 		d    *DDoc
@@ -340,12 +340,12 @@ func TestOwnSandboxPersists(t *testing.T) {
 	}
 }
 
-// TestSandboxRuntimes: runtimes are kept per sandbox, up to MaxIdle in
-// all, least recently used dropped first; a one-off sandbox's runtime is
+// TestSandboxRuntimes: runtimes are kept per sandbox, up to MaxIdle per
+// worker (one here), least recently used dropped first; a one-off sandbox's runtime is
 // never kept.
 func TestSandboxRuntimes(t *testing.T) {
 	ctx := context.Background()
-	p := newPool(t, Config{MaxVMs: 1, MaxIdle: 2})
+	p := newPool(t, Config{MaxWorkers: 1, MaxIdle: 2})
 	count := `function() { globalThis.n = (globalThis.n || 0) + 1; return String(n); }`
 	show := func(d *DDoc) string {
 		t.Helper()
@@ -370,7 +370,10 @@ func TestSandboxRuntimes(t *testing.T) {
 		}
 	}
 	p.mu.Lock()
-	idle := p.lru.Len()
+	idle := 0
+	for _, w := range p.free {
+		idle += w.lru.Len()
+	}
 	p.mu.Unlock()
 	if idle > 2 {
 		t.Errorf("%d idle runtimes, MaxIdle 2", idle)

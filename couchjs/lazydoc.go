@@ -25,7 +25,14 @@ import (
 //
 // Duplicate member names: the first wins (JSON.parse takes the last);
 // stored docs have none.
+//
+// The bytes belong to the call: a worker reads a batch's docs where the
+// parent put them (a region it reuses for the next call, maybe another
+// database's). When the call ends its source is detached, and a lazy
+// value a function kept past it (in a global) answers only what it had
+// decoded by then: never bytes that are no longer its doc's.
 type lazyObj struct {
+	src  *lazySrc
 	rt   *goja.Runtime
 	b    []byte
 	pos  int // where the next unscanned member starts; -1 when all are
@@ -36,22 +43,26 @@ type lazyObj struct {
 }
 
 type lazyArr struct {
+	src  *lazySrc
 	rt   *goja.Runtime
 	raw  [][]byte
 	vals []goja.Value
 }
 
+// lazySrc is the bytes lazy values read, live for one call.
+type lazySrc struct{ detached bool }
+
 // newLazy returns the JS value of the JSON value b (whole, no surrounding
-// space).
-func newLazy(rt *goja.Runtime, b []byte) goja.Value {
-	if len(b) == 0 {
+// space), read from src.
+func newLazy(rt *goja.Runtime, src *lazySrc, b []byte) goja.Value {
+	if len(b) == 0 || src.detached {
 		return goja.Null()
 	}
 	switch b[0] {
 	case '{':
-		return rt.NewDynamicObject(&lazyObj{rt: rt, b: b, pos: 1})
+		return rt.NewDynamicObject(&lazyObj{src: src, rt: rt, b: b, pos: 1})
 	case '[':
-		return rt.NewDynamicArray(newLazyArr(rt, b))
+		return rt.NewDynamicArray(newLazyArr(rt, src, b))
 	case '"':
 		if bytes.IndexByte(b, '\\') < 0 {
 			return rt.ToValue(string(b[1 : len(b)-1]))
@@ -84,8 +95,8 @@ func numberValue(rt *goja.Runtime, b []byte) goja.Value {
 	return rt.ToValue(f)
 }
 
-func newLazyArr(rt *goja.Runtime, b []byte) *lazyArr {
-	a := &lazyArr{rt: rt}
+func newLazyArr(rt *goja.Runtime, src *lazySrc, b []byte) *lazyArr {
+	a := &lazyArr{src: src, rt: rt}
 	i := docjson.SkipWS(b, 1)
 	if i < len(b) && b[i] == ']' {
 		return a
@@ -109,6 +120,10 @@ func newLazyArr(rt *goja.Runtime, b []byte) *lazyArr {
 // scan reads members up to and including one named key (all when key is
 // ""), and returns its index or -1.
 func (o *lazyObj) scan(key string) int {
+	if o.src.detached {
+		o.pos, o.b = -1, nil
+		return -1
+	}
 	b := o.b
 	for o.pos >= 0 {
 		i := docjson.SkipWS(b, o.pos)
@@ -200,7 +215,10 @@ func (o *lazyObj) Get(key string) goja.Value {
 		return nil
 	}
 	if o.vals[i] == nil {
-		o.vals[i] = newLazy(o.rt, o.raw[i])
+		if o.src.detached {
+			return nil
+		}
+		o.vals[i] = newLazy(o.rt, o.src, o.raw[i])
 	}
 	return o.vals[i]
 }
@@ -221,7 +239,10 @@ func (a *lazyArr) Get(i int) goja.Value {
 		return nil
 	}
 	if a.vals[i] == nil {
-		a.vals[i] = newLazy(a.rt, a.raw[i])
+		if a.src.detached {
+			return nil
+		}
+		a.vals[i] = newLazy(a.rt, a.src, a.raw[i])
 	}
 	return a.vals[i]
 }

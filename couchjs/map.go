@@ -15,12 +15,14 @@ import (
 // prints them.
 type Emit struct{ Key, Value []byte }
 
-// MapSet is the map functions of one index, compiled once; safe for
-// concurrent use.
+// MapSet is the map functions of one index; safe for concurrent use.
+// Its functions are compiled and made into function values in each
+// worker runtime that runs it, once.
 type MapSet struct {
-	sb  *DDoc // where it runs
-	fns []*compiled
-	lib []byte // {"views":{"lib":...}}, what require() resolves against
+	sb   *DDoc // where it runs
+	id   uint64
+	srcs []string
+	lib  []byte // {"views":{"lib":...}}, what require() resolves against
 }
 
 // setState is a MapSet made into function values in one runtime, with
@@ -34,54 +36,54 @@ const maxCachedSets = 256
 
 // NewMapSet compiles the map functions of one index. lib is the design
 // doc's views.lib (may be nil), what require("views/lib/...") reads. The
-// set runs in a sandbox of its own (the server uses DDoc.NewMapSet).
+// set runs in a sandbox of its own (the server uses a Sandbox's
+// NewMapSet).
 func (p *Pool) NewMapSet(fns []string, lib map[string]any) (*MapSet, error) {
-	return p.Sandbox("mapset", strconv.FormatUint(p.seq.Add(1), 10)).NewMapSet(fns, lib)
+	sb := p.Sandbox("mapset", strconv.FormatUint(p.seq.Add(1), 10))
+	sb.class = ""
+	return sb.NewMapSet(fns, lib)
 }
 
 // NewMapSet is Pool.NewMapSet in this sandbox.
 func (d *DDoc) NewMapSet(fns []string, lib map[string]any) (*MapSet, error) {
-	p := d.p
-	m := &MapSet{sb: d}
 	root := map[string]any{"views": map[string]any{"lib": lib}}
 	b, err := json.Marshal(root)
 	if err != nil {
 		return nil, fmt.Errorf("couchjs: views.lib: %w", err)
 	}
-	m.lib = b
-	for _, src := range fns {
-		c, err := p.program(src)
-		if err != nil {
-			return nil, err
-		}
-		m.fns = append(m.fns, c)
-	}
+	m := &MapSet{sb: d, id: d.p.seq.Add(1), srcs: fns, lib: b}
 	// Evaluate each source once now, so a source that is not a function
 	// fails here as it fails CouchDB's add_fun.
-	if err := p.with(context.Background(), d, func(v *vm) error {
-		_, err := v.mapState(m)
-		return err
-	}); err != nil {
+	if _, err := d.p.call(context.Background(), d, m.request(kMapSet, nil), nil); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func (v *vm) mapState(m *MapSet) (*setState, error) {
-	if st, ok := v.sets[m]; ok {
+func (m *MapSet) request(kind byte, docs [][]byte) *request {
+	return &request{kind: kind, srcs: m.srcs, set: m.id, lib: m.lib, a: docs}
+}
+
+// mapState is the set's functions in this runtime.
+func (v *vm) mapState(req *request) (*setState, error) {
+	if st, ok := v.sets[req.set]; ok {
 		return st, nil
 	}
-	ddoc, err := v.parse(goja.Undefined(), v.rt.ToValue(string(m.lib)))
+	ddoc, err := v.parse(goja.Undefined(), v.rt.ToValue(string(req.lib)))
 	if err != nil {
 		return nil, v.exception(err)
 	}
-	req, err := v.makeRequire(goja.Undefined(), ddoc, v.rt.NewObject())
+	reqFn, err := v.makeRequire(goja.Undefined(), ddoc, v.rt.NewObject())
 	if err != nil {
 		return nil, v.exception(err)
 	}
-	vals := make([]any, len(m.fns))
-	for i, c := range m.fns {
-		f, err := v.function(c, req)
+	vals := make([]any, len(req.srcs))
+	for i, src := range req.srcs {
+		c, err := v.e.program(src)
+		if err != nil {
+			return nil, err
+		}
+		f, err := v.function(c, reqFn)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +93,7 @@ func (v *vm) mapState(m *MapSet) (*setState, error) {
 		clear(v.sets)
 	}
 	st := &setState{fns: v.rt.NewArray(vals...)}
-	v.sets[m] = st
+	v.sets[req.set] = st
 	return st, nil
 }
 
@@ -101,7 +103,7 @@ func (v *vm) mapState(m *MapSet) (*setState, error) {
 // view). The error is for the doc as a whole, as CouchDB fails the index
 // update: a function that threw "fatal_error" (map_runtime_error) or
 // ["fatal", code, reason], an emitted value JSON cannot hold (a cycle:
-// TypeError), a timeout (os_process_error).
+// TypeError), a timeout or a worker that died (os_process_error).
 func (m *MapSet) MapDoc(ctx context.Context, doc []byte) ([][]Emit, error) {
 	out, err := m.MapDocs(ctx, [][]byte{doc})
 	if err != nil {
@@ -110,54 +112,21 @@ func (m *MapSet) MapDoc(ctx context.Context, doc []byte) ([][]Emit, error) {
 	return out[0], nil
 }
 
-// MapDocs is MapDoc over many docs with one runtime checkout; Timeout
+// MapDocs is MapDoc over many docs in one call to one worker; Timeout
 // bounds each doc.
 func (m *MapSet) MapDocs(ctx context.Context, docs [][]byte) ([][][]Emit, error) {
-	out := make([][][]Emit, len(docs))
-	err := m.sb.p.with(ctx, m.sb, func(v *vm) error {
-		st, err := v.mapState(m)
-		if err != nil {
-			return err
-		}
-		for d, doc := range docs {
-			v.heartbeat()
-			res, err := v.mapDoc(goja.Undefined(), st.fns, newLazy(v.rt, trimJSON(doc)))
-			if err != nil {
-				return v.exception(err)
-			}
-			out[d], err = collectEmits(res.(*goja.Object), len(m.fns))
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	res, err := m.sb.p.call(ctx, m.sb, m.request(kMap, docs), nil)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
-}
-
-// collectEmits reads mapDoc's answer: per function null, or an array of
-// "[key,value]" JSON strings.
-func collectEmits(res *goja.Object, n int) ([][]Emit, error) {
-	out := make([][]Emit, n)
-	for i := range n {
-		kvs, ok := res.Get(itoa(i)).(*goja.Object)
-		if !ok {
-			continue
+	if len(res.out) != len(docs) {
+		return nil, fmt.Errorf("couchjs: %d answers for %d docs", len(res.out), len(docs))
+	}
+	out := make([][][]Emit, len(docs))
+	for d, b := range res.out {
+		if out[d], err = decodeEmits(b, len(m.srcs)); err != nil {
+			return nil, err
 		}
-		l := int(kvs.Get("length").ToInteger())
-		emits := make([]Emit, l)
-		for j := range l {
-			pair := couchNumbers([]byte(kvs.Get(itoa(j)).String()))
-			k, val, err := splitPair(pair)
-			if err != nil {
-				return nil, err
-			}
-			emits[j] = Emit{Key: k, Value: val}
-		}
-		out[i] = emits
 	}
 	return out, nil
 }

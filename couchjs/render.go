@@ -1,15 +1,12 @@
 package couchjs
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-
-	"github.com/dop251/goja"
 )
 
 // Response is what a show, list or update function answered, as CouchDB
@@ -25,62 +22,16 @@ type Response struct {
 	JSON bool
 }
 
-// bind returns the user's function of c and the design doc object it
-// runs with (an empty object when d has no doc). A runtime of a DDoc
-// sandbox parses the doc and makes its require once.
-func (v *vm) bind(c *compiled, d *DDoc) (goja.Value, goja.Value, error) {
-	if d.ddoc == nil {
-		f, err := v.function(c, nil)
-		return f, v.rt.NewObject(), err
-	}
-	if d.bound && v.ddoc != nil {
-		f, err := v.function(c, v.ddocReq)
-		return f, v.ddoc, err
-	}
-	obj, err := v.parse(goja.Undefined(), v.rt.ToValue(string(d.ddoc)))
-	if err != nil {
-		return nil, nil, v.exception(err)
-	}
-	// require reads a copy of its own (frozen by makeRequire): code that
-	// changes `this` cannot make require evaluate a string of its making
-	root, err := v.parse(goja.Undefined(), v.rt.ToValue(string(d.ddoc)))
-	if err != nil {
-		return nil, nil, v.exception(err)
-	}
-	req, err := v.makeRequire(goja.Undefined(), root, v.rt.NewObject())
-	if err != nil {
-		return nil, nil, v.exception(err)
-	}
-	if d.bound {
-		v.ddoc, v.ddocReq, v.ddocFns = obj, req, map[*goja.Program]goja.Value{}
-	}
-	f, err := v.function(c, req)
-	return f, obj, err
-}
+// Compile checks a function source as CouchDB does when a design doc with
+// it is saved: a syntax error, or a source that does not evaluate to a
+// function, is a *Error with Code "compilation_error". The source's top
+// level runs in a sandbox of its own, dropped after.
+func (p *Pool) Compile(src string) error { return p.oneOff().Compile(src) }
 
-// json parses JSON bytes into a fresh (mutable) JS value; nil or empty is
-// null.
-func (v *vm) json(b []byte) (goja.Value, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return goja.Null(), nil
-	}
-	val, err := v.parse(goja.Undefined(), v.rt.ToValue(string(b)))
-	if err != nil {
-		return nil, fmt.Errorf("couchjs: bad JSON argument: %w", err)
-	}
-	return val, nil
-}
-
-func (v *vm) jsonArgs(bs ...[]byte) ([]goja.Value, error) {
-	out := make([]goja.Value, len(bs))
-	for i, b := range bs {
-		val, err := v.json(b)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = val
-	}
-	return out, nil
+// Compile is Pool.Compile in this sandbox (with the design doc's require).
+func (d *DDoc) Compile(src string) error {
+	_, err := d.p.call(context.Background(), d, &request{kind: kCompile, srcs: []string{src}}, nil)
+	return err
 }
 
 // Reduce runs a JavaScript reduce function. keys[i] is the [key, docid]
@@ -94,51 +45,21 @@ func (p *Pool) Reduce(ctx context.Context, src string, keys, values [][]byte, re
 
 // Reduce is Pool.Reduce in this sandbox.
 func (d *DDoc) Reduce(ctx context.Context, src string, keys, values [][]byte, rereduce bool) ([]byte, error) {
-	c, err := d.p.program(src)
+	req := &request{kind: kReduce, srcs: []string{src}, a: values, flag: rereduce}
+	if !rereduce {
+		req.b = keys
+	}
+	res, err := d.p.call(ctx, d, req, nil)
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	err = d.p.with(ctx, d, func(v *vm) error {
-		f, err := v.function(c, nil)
-		if err != nil {
-			return err
-		}
-		ks := goja.Null()
-		if !rereduce {
-			if ks, err = v.json(joinJSON(keys)); err != nil {
-				return err
-			}
-		}
-		vs, err := v.json(joinJSON(values))
-		if err != nil {
-			return err
-		}
-		r, err := v.reduce(goja.Undefined(), f, ks, vs, v.rt.ToValue(rereduce))
-		if err != nil {
-			return v.exception(err)
-		}
-		out = couchNumbers([]byte(r.String()))
-		return nil
-	})
-	return out, err
+	if len(res.out) != 1 {
+		return nil, errBadAnswer
+	}
+	return res.out[0], nil
 }
 
-func joinJSON(items [][]byte) []byte {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it...)
-	}
-	return append(b, ']')
-}
+var errBadAnswer = errors.New("couchjs: malformed answer from a worker")
 
 // ValidateDocUpdate runs validate_doc_update(newDoc, oldDoc, userCtx,
 // secObj) (oldDoc nil: null). It answers nil, or a *Error: "forbidden" or
@@ -152,71 +73,8 @@ func (p *Pool) ValidateDocUpdate(ctx context.Context, src string, newDoc, oldDoc
 
 // ValidateDocUpdate is Pool.ValidateDocUpdate in this sandbox.
 func (d *DDoc) ValidateDocUpdate(ctx context.Context, src string, newDoc, oldDoc, userCtx, secObj []byte) error {
-	c, err := d.p.program(src)
-	if err != nil {
-		return err
-	}
-	return d.p.with(ctx, d, func(v *vm) error {
-		f, this, err := v.bind(c, d)
-		if err != nil {
-			return err
-		}
-		args, err := v.jsonArgs(newDoc, oldDoc, userCtx, secObj)
-		if err != nil {
-			return err
-		}
-		r, err := v.validate(goja.Undefined(), f, this, v.rt.NewArray(anys(args)...))
-		if err != nil {
-			return v.exception(err)
-		}
-		return validateAnswer(v, r)
-	})
-}
-
-// validateAnswer reads what validate returned: 1, or the thrown value.
-// CouchDB knows {forbidden: reason} (403) and {unauthorized: reason}
-// (401); ["error", code, reason] keeps its code; anything else thrown is
-// a 500 unknown_error whose reason is the string, or an object's first
-// member (TestCouchDBSideBySide/validate records these on CouchDB).
-func validateAnswer(v *vm, r goja.Value) error {
-	if n, ok := r.Export().(int64); ok && n == 1 {
-		return nil
-	}
-	obj, ok := r.(*goja.Object)
-	if !ok {
-		return &Error{Code: "unknown_error", Reason: reasonString(v, r)}
-	}
-	if obj.ClassName() == "Array" {
-		return v.thrown(r)
-	}
-	for _, code := range []string{"forbidden", "unauthorized"} {
-		if m := obj.Get(code); m != nil {
-			return &Error{Code: code, Reason: reasonString(v, m)}
-		}
-	}
-	if keys := obj.Keys(); len(keys) > 0 {
-		return &Error{Code: "unknown_error", Reason: reasonString(v, obj.Get(keys[0]))}
-	}
-	return &Error{Code: "unknown_error", Reason: reasonString(v, r)}
-}
-
-func reasonString(v *vm, m goja.Value) string {
-	if s, ok := m.Export().(string); ok {
-		return s
-	}
-	b, err := v.stringify(goja.Undefined(), m)
-	if err != nil || goja.IsUndefined(b) {
-		return m.String()
-	}
-	return b.String()
-}
-
-func anys(vs []goja.Value) []any {
-	out := make([]any, len(vs))
-	for i, v := range vs {
-		out[i] = v
-	}
-	return out
+	_, err := d.p.call(ctx, d, &request{kind: kValidate, srcs: []string{src}, a: [][]byte{newDoc, oldDoc, userCtx, secObj}}, nil)
+	return err
 }
 
 // Filter runs a _changes filter(doc, req) over docs; true keeps a doc
@@ -227,31 +85,18 @@ func (p *Pool) Filter(ctx context.Context, src string, docs [][]byte, req []byte
 
 // Filter is Pool.Filter in this sandbox.
 func (d *DDoc) Filter(ctx context.Context, src string, docs [][]byte, req []byte) ([]bool, error) {
-	c, err := d.p.program(src)
+	res, err := d.p.call(ctx, d, &request{kind: kFilter, srcs: []string{src}, a: docs, b: [][]byte{req}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	var out []bool
-	err = d.p.with(ctx, d, func(v *vm) error {
-		f, this, err := v.bind(c, d)
-		if err != nil {
-			return err
-		}
-		ds, err := v.json(joinJSON(docs))
-		if err != nil {
-			return err
-		}
-		rq, err := v.json(req)
-		if err != nil {
-			return err
-		}
-		r, err := v.filter(goja.Undefined(), f, this, ds, rq)
-		if err != nil {
-			return v.exception(err)
-		}
-		return v.rt.ExportTo(r, &out)
-	})
-	return out, err
+	if len(res.out) != 1 {
+		return nil, errBadAnswer
+	}
+	out := make([]bool, len(res.out[0]))
+	for i, b := range res.out[0] {
+		out[i] = b != 0
+	}
+	return out, nil
 }
 
 // Show runs a show function on doc (nil: null, no such doc) and req.
@@ -261,28 +106,14 @@ func (p *Pool) Show(ctx context.Context, src string, doc, req []byte) (*Response
 
 // Show is Pool.Show in this sandbox.
 func (d *DDoc) Show(ctx context.Context, src string, doc, req []byte) (*Response, error) {
-	c, err := d.p.program(src)
+	res, err := d.p.call(ctx, d, &request{kind: kShow, srcs: []string{src}, a: [][]byte{doc, req}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	var resp *Response
-	err = d.p.with(ctx, d, func(v *vm) error {
-		f, this, err := v.bind(c, d)
-		if err != nil {
-			return err
-		}
-		args, err := v.jsonArgs(doc, req)
-		if err != nil {
-			return err
-		}
-		r, err := v.show(goja.Undefined(), f, this, v.rt.NewArray(anys(args)...))
-		if err != nil {
-			return v.exception(err)
-		}
-		resp, err = parseResponse([]byte(r.String()))
-		return err
-	})
-	return resp, err
+	if len(res.out) != 1 {
+		return nil, errBadAnswer
+	}
+	return parseResponse(res.out[0])
 }
 
 // Update runs an update function on doc (nil: null) and req; it answers
@@ -293,41 +124,21 @@ func (p *Pool) Update(ctx context.Context, src string, doc, req []byte) (newDoc 
 
 // Update is Pool.Update in this sandbox.
 func (d *DDoc) Update(ctx context.Context, src string, doc, req []byte) (newDoc []byte, resp *Response, err error) {
-	c, err := d.p.program(src)
+	res, err := d.p.call(ctx, d, &request{kind: kUpdate, srcs: []string{src}, a: [][]byte{doc, req}}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	err = d.p.with(ctx, d, func(v *vm) error {
-		f, this, err := v.bind(c, d)
-		if err != nil {
-			return err
-		}
-		args, err := v.jsonArgs(doc, req)
-		if err != nil {
-			return err
-		}
-		r, err := v.update(goja.Undefined(), f, this, v.rt.NewArray(anys(args)...))
-		if err != nil {
-			return v.exception(err)
-		}
-		var pair [2]*string
-		if err := v.rt.ExportTo(r, &pair); err != nil {
-			return fmt.Errorf("couchjs: update answer: %w", err)
-		}
-		if pair[0] != nil && strings.HasPrefix(*pair[0], "{") {
-			// only an object is a doc to save (CouchDB ignores the rest)
-			newDoc = []byte(*pair[0])
-		}
-		if pair[1] == nil {
-			return &Error{Code: "render_error", Reason: "undefined response from update function"}
-		}
-		resp, err = parseResponse([]byte(*pair[1]))
-		if err == nil && newDoc != nil && !hasCode([]byte(*pair[1])) {
-			// CouchDB's answer for an update that saves a doc.
-			resp.Code = 201
-		}
-		return err
-	})
+	if len(res.out) != 2 {
+		return nil, nil, errBadAnswer
+	}
+	if len(res.out[0]) > 0 {
+		newDoc = res.out[0]
+	}
+	resp, err = parseResponse(res.out[1])
+	if err == nil && newDoc != nil && !hasCode(res.out[1]) {
+		// CouchDB's answer for an update that saves a doc.
+		resp.Code = 201
+	}
 	return newDoc, resp, err
 }
 
@@ -348,62 +159,76 @@ func (p *Pool) List(ctx context.Context, src string, head, req []byte, rows func
 }
 
 // ListStream is List in this sandbox, calling start with the
-// response's code and headers before the first chunk.
+// response's code and headers before the first chunk. The worker asks
+// for rows and sends chunks within the call; a failed start or send
+// stops the function at its next getRow and is the call's answer.
 func (d *DDoc) ListStream(ctx context.Context, src string, head, req []byte, rows func() ([]byte, bool), start func(*Response) error, send func(chunk string) error) error {
-	c, err := d.p.program(src)
-	if err != nil {
-		return err
-	}
-	return d.p.with(ctx, d, func(v *vm) error {
-		f, this, err := v.bind(c, d)
-		if err != nil {
-			return err
-		}
-		args, err := v.jsonArgs(head, req)
-		if err != nil {
-			return err
-		}
-		var sendErr error
-		v.nextRow = rows
-		v.chunks = func(label string, chunks []string, st goja.Value) error {
+	var sendErr error
+	onFrame := func(w *worker, typ byte, body []byte) error {
+		switch typ {
+		case fGetRow:
+			status := byte(rowEnd)
+			var row []byte
+			if sendErr != nil {
+				status = rowAbort
+			} else if r, ok := rows(); ok {
+				status, row = rowOK, r
+			}
+			return w.reply(status, row)
+		case fChunks:
+			if sendErr != nil {
+				return nil
+			}
+			dd := dec{b: body}
+			label := dd.str()
+			n := dd.u()
+			if dd.err != nil || n > uint64(len(dd.b)) {
+				return errBadAnswer
+			}
+			chunks := make([]string, n)
+			for i := range chunks {
+				chunks[i] = dd.str()
+			}
+			hasStart := dd.bool()
+			var st []byte
+			if hasStart {
+				st = dd.bytes()
+			}
+			if dd.err != nil {
+				return errBadAnswer
+			}
 			if label == "start" {
 				r := &Response{Code: 200, Headers: map[string]string{}}
-				if st != nil && !goja.IsUndefined(st) && !goja.IsNull(st) {
-					b, err := v.stringify(goja.Undefined(), st)
-					if err == nil {
-						if r, err = parseResponse([]byte(b.String())); err != nil {
-							sendErr = err
-							return err
-						}
-						r.Body = nil
+				if hasStart {
+					var err error
+					if r, err = parseResponse(st); err != nil {
+						sendErr = err
+						return nil
 					}
+					r.Body = nil
 				}
 				if !hasHeader(r.Headers, "Content-Type") {
 					r.Headers["Content-Type"] = "application/json"
 				}
 				if err := start(r); err != nil {
 					sendErr = err
-					return err
+					return nil
 				}
 			}
 			for _, ch := range chunks {
 				if err := send(ch); err != nil {
 					sendErr = err
-					return err
+					return nil
 				}
 			}
-			return nil
-		}
-		defer func() { v.nextRow, v.chunks = nil, nil }()
-		_, err = v.list(goja.Undefined(), f, this, v.rt.NewArray(anys(args)...))
-		if sendErr != nil {
-			return sendErr
-		}
-		if err != nil {
-			return v.exception(err)
 		}
 		return nil
-	})
+	}
+	_, err := d.p.call(ctx, d, &request{kind: kList, srcs: []string{src}, a: [][]byte{head, req}}, onFrame)
+	if sendErr != nil {
+		return sendErr
+	}
+	return err
 }
 
 // parseResponse reads a response object as CouchDB's external-response

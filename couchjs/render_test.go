@@ -25,7 +25,7 @@ func TestCouchNumbers(t *testing.T) {
 }
 
 func TestReduce(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	ctx := context.Background()
 	keys := [][]byte{[]byte(`["a","d1"]`), []byte(`["b","d2"]`)}
 	vals := [][]byte{[]byte(`1`), []byte(`2.5`)}
@@ -54,7 +54,7 @@ func TestReduce(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	docs := [][]byte{[]byte(`{"_id":"a","n":1}`), []byte(`{"_id":"b","n":2}`), []byte(`{"_id":"c"}`)}
 	for _, tc := range []struct{ src, want string }{
 		{`function(doc, req) { return doc.n > 1; }`, "[false true false]"},
@@ -70,7 +70,7 @@ func TestFilter(t *testing.T) {
 }
 
 func TestValidateDocUpdate(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	for _, tc := range []struct{ body, code, reason string }{
 		{``, "", ""},
 		{`throw({forbidden: 'no way'})`, "forbidden", "no way"},
@@ -95,7 +95,7 @@ func TestValidateDocUpdate(t *testing.T) {
 }
 
 func TestShowListUpdate(t *testing.T) {
-	p := newPool(t, Config{MaxVMs: 1})
+	p := newPool(t, Config{MaxWorkers: 1})
 	ctx := context.Background()
 	doc := []byte(`{"_id":"d1","title":"T"}`)
 	for _, tc := range []struct{ name, src, req, want string }{

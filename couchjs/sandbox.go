@@ -17,9 +17,12 @@ var lockdownSrc string
 // calls, as in a couchjs process); calls of different sandboxes never
 // do: a runtime is created for one sandbox and serves no other.
 type DDoc struct {
-	p    *Pool
-	key  string
-	ddoc []byte
+	p   *Pool
+	key string
+	// class is what the Pool shares its workers by: the database, or ""
+	// for the Pool's own one-off calls (see Config.MaxWorkersPerDB)
+	class string
+	ddoc  []byte
 	// bound: the key determines ddoc (DDoc), so a runtime of the sandbox
 	// keeps the parsed doc and its require between calls
 	bound bool
@@ -36,23 +39,29 @@ func (p *Pool) DDoc(db string, ddoc []byte) *DDoc {
 		return nil
 	}
 	sum := sha256.Sum256(ddoc)
-	return &DDoc{p: p, key: sandboxKey("ddoc", db, string(sum[:])), ddoc: ddoc, bound: true}
+	return &DDoc{p: p, key: sandboxKey("ddoc", db, string(sum[:])), class: db, ddoc: ddoc, bound: ddoc != nil}
 }
 
 // Sandbox is the sandbox named by name (for instance a database, "views"
 // and an index signature), with no design doc: functions see an empty
 // `this` and no modules but those NewMapSet is given. Equal names are
-// one sandbox; a name never equals a DDoc's.
+// one sandbox; a name never equals a DDoc's. The first name is the
+// database its calls are counted against (Config.MaxWorkersPerDB).
 func (p *Pool) Sandbox(name ...string) *DDoc {
 	if p == nil {
 		return nil
 	}
-	return &DDoc{p: p, key: sandboxKey(append([]string{"named"}, name...)...)}
+	d := &DDoc{p: p, key: sandboxKey(append([]string{"named"}, name...)...)}
+	if len(name) > 0 {
+		d.class = name[0]
+	}
+	return d
 }
 
 // oneOff is a sandbox for one call: a fresh runtime, dropped after. The
 // Pool's methods of the DDoc names run there, so nothing leaks between
-// them; they pay for a runtime per call (about 0.3 ms).
+// them; they pay for a runtime per call (about 0.3 ms). They share the
+// workers as one class of their own.
 func (p *Pool) oneOff() *DDoc { return &DDoc{p: p, once: true} }
 
 // sandboxKey joins parts without ambiguity.

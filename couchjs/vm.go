@@ -1,7 +1,6 @@
 package couchjs
 
 import (
-	"container/list"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -23,37 +22,31 @@ const maxCachedFns = 1024
 // vm is one runtime with the sandbox installed, serving the sandbox key
 // alone.
 type vm struct {
-	p    *Pool
+	e    *engine
 	key  string
-	elem *list.Element // in p.lru while idle
 	rt   *goja.Runtime
 	host *goja.Object
 
 	mapDoc, reduce, validate, filter, show, list, update, makeRequire, stringify, parse goja.Callable
 
 	fns  map[*goja.Program]goja.Value // functions with no require
-	sets map[*MapSet]*setState
+	sets map[uint64]*setState         // by MapSet id
 
 	// For a DDoc sandbox (its key determines the doc): the doc as the
 	// functions' this, its require, and the functions bound to it.
 	ddoc, ddocReq goja.Value
 	ddocFns       map[*goja.Program]goja.Value
 
-	// beat restarts the watchdog's timeout: a batch call (MapDocs) beats
-	// before each doc, so Timeout bounds each doc, as CouchDB's
-	// os_process_timeout bounds each map_doc command
-	beat chan struct{}
-
 	// Set for the duration of a _list call.
 	nextRow func() ([]byte, bool)
 	chunks  func(label string, chunks []string, start goja.Value) error
 }
 
-func newVM(p *Pool, key string) (*vm, error) {
+func newVM(e *engine, key string) (*vm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(maxCallStack)
-	v := &vm{p: p, key: key, rt: rt, fns: map[*goja.Program]goja.Value{}, sets: map[*MapSet]*setState{}}
-	init, err := rt.RunProgram(p.prelude)
+	v := &vm{e: e, key: key, rt: rt, fns: map[*goja.Program]goja.Value{}, sets: map[uint64]*setState{}}
+	init, err := rt.RunProgram(e.prelude)
 	if err != nil {
 		return nil, fmt.Errorf("couchjs: prelude: %w", err)
 	}
@@ -64,7 +57,7 @@ func newVM(p *Pool, key string) (*vm, error) {
 			err = v.host.Set(name, f)
 		}
 	}
-	set("log", func(s string) { p.log.Info("couchjs log", "message", s) })
+	set("log", func(s string) { e.log(s) })
 	set("nextRow", func() goja.Value {
 		if v.nextRow == nil {
 			return goja.Null()
@@ -90,7 +83,7 @@ func newVM(p *Pool, key string) (*vm, error) {
 		return goja.Undefined()
 	})
 	set("evalModule", func(src, id string) goja.Value {
-		prog, err := p.module(src)
+		prog, err := e.module(src)
 		if err != nil {
 			panic(rt.NewGoError(err))
 		}
@@ -106,7 +99,7 @@ func newVM(p *Pool, key string) (*vm, error) {
 	if _, err := initFn(goja.Undefined(), rt.GlobalObject(), v.host); err != nil {
 		return nil, fmt.Errorf("couchjs: prelude: %w", err)
 	}
-	lock, err := rt.RunProgram(p.lockdown)
+	lock, err := rt.RunProgram(e.lockdown)
 	if err != nil {
 		return nil, fmt.Errorf("couchjs: lockdown: %w", err)
 	}
@@ -249,12 +242,4 @@ func (v *vm) thrown(val goja.Value) error {
 		return &Error{Code: name.String(), Reason: reason}
 	}
 	return &Error{Code: "unnamed_error", Reason: v.errstr(val)}
-}
-
-// heartbeat restarts the current call's timeout.
-func (v *vm) heartbeat() {
-	select {
-	case v.beat <- struct{}{}:
-	default:
-	}
 }
