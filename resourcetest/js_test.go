@@ -33,13 +33,13 @@ func TestJavaScriptAllocations(t *testing.T) {
 	}
 	ddoc := map[string]any{
 		"shows":               fns,
-		"views":               map[string]any{"v": map[string]string{"map": `function(doc){ if (doc.boom) emit(doc._id, "x".repeat(Math.pow(2,40))); else emit(doc._id, 1); }`}, "r": map[string]string{"map": `function(doc){ emit(doc._id, 1); }`, "reduce": `function(k, v, re){ return "x".repeat(Math.pow(2,40)); }`}},
+		"views":               map[string]any{"v": map[string]string{"map": `function(doc){ if (doc.mapboom) emit(doc._id, "x".repeat(Math.pow(2,40))); else emit(doc._id, 1); }`}, "r": map[string]string{"map": `function(doc){ emit(doc._id, 1); }`, "reduce": `function(k, v, re){ return "x".repeat(Math.pow(2,40)); }`}},
 		"validate_doc_update": `function(n, o){ if (n.boom) { var s = "x".repeat(Math.pow(2,40)); } }`,
 	}
 	b, _ := json.Marshal(ddoc)
 	n.must("PUT", "/js/_design/d", "application/json", b, 201)
 	n.must("PUT", "/js/calm", "application/json", []byte(`{}`), 201)
-	n.must("PUT", "/js/boom", "application/json", []byte(`{"boom":false}`), 201)
+	n.must("PUT", "/js/boom", "application/json", []byte(`{"mapboom":false}`), 201)
 	w := n.watch()
 	var wg sync.WaitGroup
 	for name := range fns {
@@ -55,8 +55,9 @@ func TestJavaScriptAllocations(t *testing.T) {
 	wg.Go(func() {
 		st, body := n.do("PUT", "/js/boom2", "application/json", []byte(`{"boom":true}`))
 		t.Logf("validate_doc_update: %d %.160s", st, strings.TrimSpace(body))
-		if st < 400 {
-			t.Errorf("a doc whose validate_doc_update ran out of memory was written: %d %s", st, body)
+		// CouchDB 3.5.2: 500 {"error":"RangeError","reason":"{[]}"}
+		if st != 500 {
+			t.Errorf("a doc whose validate_doc_update ran out of memory: %d %s, want 500", st, body)
 		}
 	})
 	wg.Wait()
@@ -65,7 +66,7 @@ func TestJavaScriptAllocations(t *testing.T) {
 	doc := n.must("GET", "/js/boom", "", nil, 200)
 	var d map[string]any
 	_ = json.Unmarshal([]byte(doc), &d)
-	n.must("PUT", "/js/boom", "application/json", []byte(fmt.Sprintf(`{"_rev":%q,"boom":true}`, d["_rev"])), 201)
+	n.must("PUT", "/js/boom", "application/json", []byte(fmt.Sprintf(`{"_rev":%q,"mapboom":true}`, d["_rev"])), 201)
 	st, body := n.do("GET", "/js/_design/d/_view/v", "", nil)
 	t.Logf("view v: %d %.200s", st, strings.TrimSpace(body))
 	if st != 200 && st != 500 {
