@@ -226,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return fail(err)
 	}
 	n.coord = coordinator.New(n.sys.Root, n.cat)
-	n.js = couchjs.New(couchjs.Config{Timeout: 5 * time.Second, Logger: log})
+	n.js = couchjs.New(n.conf.jsConfig(log))
 	n.pol = policy.New(policy.Config{Coordinator: n.coord, JS: n.js, Settings: n})
 	n.views = views.New(views.Config{DB: n.db, JS: n.js, Copies: n.cat, Logger: log, Go: n.reads.Go, SinceWrite: n.disk.SinceWrite, Tasks: n.tasks, Reclaim: n.disk.Reclaim,
 		BackgroundRefresh: n.ViewBackgroundRefresh})

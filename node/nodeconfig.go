@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/auth"
+	"github.com/settee/settee/couchjs"
 	"github.com/settee/settee/rights"
 	"github.com/settee/settee/smoosh"
 	"github.com/settee/settee/storage"
@@ -151,6 +153,13 @@ func (n *Node) loadConfig() error {
 	st("cluster", "q", strconv.Itoa(cfg.Q))
 	st("cluster", "n", strconv.Itoa(cfg.N))
 	setIn(c.unlisted, "couchdb", "max_partition_size", "10737418240")
+	// design-doc JavaScript (couchjs worker processes), read at start:
+	// CouchDB lists none of them; its os_process_limit is 100 couchjs
+	// processes, settee's default is couchjs's (2 per core, at least 2)
+	setIn(c.unlisted, "couchdb", "os_process_timeout", "5000")
+	setIn(c.unlisted, "query_server_config", "os_process_limit", strconv.Itoa(max(2, 2*runtime.GOMAXPROCS(0))))
+	setIn(c.unlisted, setteeSection, "js_workers_per_db", "0")
+	setIn(c.unlisted, setteeSection, "js_worker_memory_mb", "512")
 	setIn(c.unlisted, "chttpd", "require_valid_user", "false")
 	setIn(c.unlisted, "chttpd", "require_valid_user_except_for_up", "false")
 	st("log", "level", "info")
@@ -275,6 +284,11 @@ func (n *Node) loadConfig() error {
 		"chttpd/enable_cors": {check: boolean},
 		"cors/credentials":   {check: boolean},
 		"cors/max_age":       {check: posInt(0, math.MaxInt32)},
+		// read when the node starts (couchjs.Config)
+		"couchdb/os_process_timeout":           {check: posInt(1, math.MaxInt32)},
+		"query_server_config/os_process_limit": {check: posInt(1, 1024)},
+		"settee/js_workers_per_db":             {check: posInt(0, 1024)},
+		"settee/js_worker_memory_mb":           {check: posInt(16, 1<<20)},
 		// read when the replicator starts
 		"replicator/max_jobs":           {check: posInt(1, math.MaxInt32)},
 		"replicator/max_churn":          {check: posInt(1, math.MaxInt32)},
@@ -369,6 +383,17 @@ func (c *nodeConfig) startValue(section, key string) string {
 		return v
 	}
 	return c.unlisted[section][key]
+}
+
+// jsConfig is couchjs's settings as the config has them at start.
+func (c *nodeConfig) jsConfig(log *slog.Logger) couchjs.Config {
+	return couchjs.Config{
+		Timeout:         time.Duration(c.intValue("couchdb", "os_process_timeout")) * time.Millisecond,
+		MaxWorkers:      c.intValue("query_server_config", "os_process_limit"),
+		MaxWorkersPerDB: c.intValue(setteeSection, "js_workers_per_db"),
+		WorkerMemory:    int64(c.intValue(setteeSection, "js_worker_memory_mb")) << 20,
+		Logger:          log,
+	}
 }
 
 func (c *nodeConfig) intValue(section, key string) int {
