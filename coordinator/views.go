@@ -199,26 +199,81 @@ func (c *Coordinator) View(ctx context.Context, db string, a ViewArgs, meta func
 		}
 		return emit(&pb.ViewRow{Key: []byte("null"), Value: out})
 	}
-	var group *pb.ViewRow
-	var reds [][]byte
+	// groups several ranges have are rereduced in batches (a JavaScript
+	// reduce in one worker call per batch): closed groups wait in pend,
+	// in order, until it holds Reducer.BatchGroups groups (1 for a
+	// builtin) or views.ReduceBatchBytes of reductions, then go out
+	var (
+		group     *pb.ViewRow
+		reds      [][]byte
+		pend      []pendingGroup
+		pendRe    int // groups in pend to rereduce
+		pendBytes int
+		batch     int
+	)
+	if batch = 1; a.Reduce && a.Reducer != nil {
+		batch = a.Reducer.BatchGroups()
+		if a.PageRows > 0 {
+			// a query with a small limit asks small pages: its groups
+			// go out as soon as before, not after more pages
+			batch = min(batch, a.PageRows)
+		}
+	}
+	flushPend := func() error {
+		if len(pend) == 0 {
+			return nil
+		}
+		if pendRe > 0 && a.Reducer == nil {
+			return errors.New("coordinator: a reduce query without a reducer")
+		}
+		if pendRe > 0 {
+			re := make([][][]byte, 0, pendRe)
+			for _, g := range pend {
+				if len(g.reds) > 1 {
+					re = append(re, g.reds)
+				}
+			}
+			outs, err := a.Reducer.RereduceGroups(ctx, re)
+			if err != nil {
+				return err
+			}
+			i := 0
+			for k := range pend {
+				if len(pend[k].reds) > 1 {
+					pend[k].reds = outs[i : i+1]
+					i++
+				}
+			}
+		}
+		for _, g := range pend {
+			out, err := a.Reducer.Final(g.reds[0])
+			if err != nil {
+				return err
+			}
+			if err := emit(&pb.ViewRow{Key: g.key, Value: out}); err != nil {
+				return err
+			}
+		}
+		clear(pend)
+		pend, pendRe, pendBytes = pend[:0], 0, 0
+		return nil
+	}
 	flushGroup := func() error {
 		if group == nil {
 			return nil
 		}
-		out := reds[0]
+		pend = append(pend, pendingGroup{key: group.Key, reds: reds})
 		if len(reds) > 1 {
-			var err error
-			if out, err = c.rereduce(ctx, &a, reds); err != nil {
-				return err
-			}
+			pendRe++
 		}
-		g := group
+		for _, r := range reds {
+			pendBytes += len(r)
+		}
 		group, reds = nil, nil
-		out, err := a.Reducer.Final(out)
-		if err != nil {
-			return err
+		if len(pend) >= batch || pendBytes >= views.ReduceBatchBytes {
+			return flushPend()
 		}
-		return emit(&pb.ViewRow{Key: g.Key, Value: out})
+		return nil
 	}
 	for h.Len() > 0 {
 		vc := h.items[0]
@@ -245,7 +300,17 @@ func (c *Coordinator) View(ctx context.Context, db string, a ViewArgs, meta func
 			heap.Pop(h)
 		}
 	}
-	return flushGroup()
+	if err := flushGroup(); err != nil {
+		return err
+	}
+	return flushPend()
+}
+
+// pendingGroup is a merged group waiting for its batch's rereduce: the
+// reductions of the ranges that have it.
+type pendingGroup struct {
+	key  []byte
+	reds [][]byte
 }
 
 func (c *Coordinator) rereduce(ctx context.Context, a *ViewArgs, reds [][]byte) ([]byte, error) {

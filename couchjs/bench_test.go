@@ -167,3 +167,21 @@ func BenchmarkReduceCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReduceBatch is BenchmarkReduceCall's reduce over 256 groups
+// in one call (a page's batch): the cost per group.
+func BenchmarkReduceBatch(b *testing.B) {
+	p := New(Config{MaxWorkers: 1})
+	defer p.Close()
+	sb := p.Sandbox("db", "views", "x")
+	groups := make([]ReduceGroup, 256)
+	for i := range groups {
+		groups[i] = ReduceGroup{Keys: [][]byte{[]byte(`["a","d1"]`), []byte(`["b","d2"]`)}, Values: [][]byte{[]byte("1"), []byte("2")}}
+	}
+	for b.Loop() {
+		if _, err := sb.ReduceBatch(context.Background(), `function(k, v, re) { return sum(v); }`, groups, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(groups))/1e3, "µs/group")
+}

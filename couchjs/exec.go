@@ -119,6 +119,12 @@ func arg(req *request, i int) []byte {
 	return nil
 }
 
+// runReduce reduces (or, with req.flag, rereduces) groups: req.a[g] is
+// group g's values as one JSON array, req.b[g] its [key, docid] keys
+// (none on rereduce); out[g] is its reduction. Timeout bounds each group,
+// as CouchDB's os_process_timeout bounds each reduce command, and the
+// answers together stay within MaxOutput: a batch that would pass it
+// stops there.
 func (v *vm) runReduce(req *request, res *result) error {
 	c, err := v.src(req)
 	if err != nil {
@@ -128,30 +134,51 @@ func (v *vm) runReduce(req *request, res *result) error {
 	if err != nil {
 		return err
 	}
-	ks := goja.Null()
-	if !req.flag {
-		if ks, err = v.json(joinJSON(req.b)); err != nil {
+	if !req.flag && len(req.b) != len(req.a) {
+		return fmt.Errorf("couchjs: %d key lists for %d groups", len(req.b), len(req.a))
+	}
+	res.out = make([][]byte, len(req.a))
+	re := v.rt.ToValue(req.flag)
+	size := 0
+	for g, vals := range req.a {
+		v.e.beat()
+		ks := goja.Null()
+		if !req.flag {
+			if ks, err = v.json(req.b[g]); err != nil {
+				return err
+			}
+		}
+		vs, err := v.json(vals)
+		if err != nil {
 			return err
 		}
+		r, err := v.reduce(goja.Undefined(), f, ks, vs, re)
+		if err != nil {
+			return v.exception(err)
+		}
+		out := couchNumbers([]byte(r.String()))
+		if size += len(out) + 10; v.e.cfg.maxOutput > 0 && size > v.e.cfg.maxOutput {
+			return errOutput(size, v.e.cfg.maxOutput)
+		}
+		res.out[g] = out
 	}
-	vs, err := v.json(joinJSON(req.a))
-	if err != nil {
-		return err
-	}
-	r, err := v.reduce(goja.Undefined(), f, ks, vs, v.rt.ToValue(req.flag))
-	if err != nil {
-		return v.exception(err)
-	}
-	res.out = [][]byte{couchNumbers([]byte(r.String()))}
 	return nil
 }
 
+// joinJSON is items as one JSON array.
 func joinJSON(items [][]byte) []byte {
+	return appendJSONArray(make([]byte, 0, jsonArraySize(items)), items)
+}
+
+func jsonArraySize(items [][]byte) int {
 	n := 2
 	for _, it := range items {
 		n += len(it) + 1
 	}
-	b := make([]byte, 0, n)
+	return n
+}
+
+func appendJSONArray(b []byte, items [][]byte) []byte {
 	b = append(b, '[')
 	for i, it := range items {
 		if i > 0 {

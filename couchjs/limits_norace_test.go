@@ -10,6 +10,7 @@ package couchjs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,12 +32,12 @@ var bombs = []struct{ name, expr string }{
 	{"JSON.stringify", `(function () { var s = "x".repeat(1 << 22), a = []; for (var i = 0; i < 4096; i++) a.push(s); return JSON.stringify(a).length; })()`},
 }
 
-// TestAllocationBombs: each bomb, in a show, a map, a reduce and a
-// validate_doc_update, answers an error (the function's own RangeError
-// where SpiderMonkey has one, else os_process_error from a worker that
-// hit its memory bound); the test process's memory stays small; calls of
-// other sandboxes, and later ones, are served by the replacement
-// workers.
+// TestAllocationBombs: each bomb, in a show, a map, a reduce, one group
+// of a batch of reduces and a validate_doc_update, answers an error (the
+// function's own RangeError where SpiderMonkey has one, else
+// os_process_error from a worker that hit its memory bound); the test
+// process's memory stays small; calls of other sandboxes, and later
+// ones, are served by the replacement workers.
 func TestAllocationBombs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
@@ -75,6 +76,19 @@ func TestAllocationBombs(t *testing.T) {
 				return "", errors.New("null: the function threw")
 			}
 			return string(r), nil
+		},
+		// a bomb in one group of a batch beside groups that reduce
+		"reduce batch": func(expr string) (string, error) {
+			one := ReduceGroup{Keys: [][]byte{[]byte(`[1,"a"]`)}, Values: [][]byte{[]byte("1")}}
+			bomb := ReduceGroup{Keys: [][]byte{[]byte(`[2,"b"]`)}, Values: [][]byte{[]byte("2")}}
+			out, err := p.Sandbox("evil", "views", "sig").ReduceBatch(ctx, "function(k, v) { return v[0] == 2 ? "+expr+" : v[0]; }", []ReduceGroup{one, one, bomb, one}, false)
+			if err != nil {
+				return "", err
+			}
+			if string(out[2]) == "null" {
+				return "", errors.New("null: the function threw")
+			}
+			return fmt.Sprintf("%q", out), nil
 		},
 		"validate": func(expr string) (string, error) {
 			err := p.DDoc("evil", []byte(`{"_id":"_design/evil","_rev":"1-a"}`)).ValidateDocUpdate(ctx, "function(newDoc) { var x = "+expr+"; }", []byte(`{}`), nil, []byte(`{}`), []byte(`{}`))

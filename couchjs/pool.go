@@ -168,6 +168,7 @@ type Pool struct {
 
 	// counters, for tests and logs
 	started, died atomic.Int64
+	calls         atomic.Int64 // round trips to workers
 }
 
 // New returns a Pool; its workers start on first use.

@@ -247,6 +247,7 @@ func (w *worker) reply(status byte, row []byte) error {
 func (w *worker) call(ctx context.Context, req *request, onFrame func(*worker, byte, []byte) error) (*result, error) {
 	w.seq++
 	req.seq = w.seq
+	w.p.calls.Add(1)
 	w.buf = req.encode(w.buf, w.shm)
 	w.begin(req.seq)
 	defer w.disarm()

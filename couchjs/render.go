@@ -45,18 +45,69 @@ func (p *Pool) Reduce(ctx context.Context, src string, keys, values [][]byte, re
 
 // Reduce is Pool.Reduce in this sandbox.
 func (d *DDoc) Reduce(ctx context.Context, src string, keys, values [][]byte, rereduce bool) ([]byte, error) {
-	req := &request{kind: kReduce, srcs: []string{src}, a: values, flag: rereduce}
+	out, err := d.ReduceBatch(ctx, src, []ReduceGroup{{Keys: keys, Values: values}}, rereduce)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// ReduceGroup is one group's rows for ReduceBatch: Keys[i] is the
+// [key, docid] JSON of Values[i]; a rereduce reads Values alone.
+type ReduceGroup struct{ Keys, Values [][]byte }
+
+// ReduceBatch is Reduce over many groups in one call to one worker (a
+// query with group=true or group_level reduces a page of groups so, not
+// paying a round trip per group): out[g] is group g's reduction, exactly
+// what Reduce answers for it. A group whose function throws answers null
+// (logged) and the others go on, as CouchDB reduces each group apart; a
+// fatal error (a thrown "fatal_error" or ["fatal", code, reason]), a
+// timeout or a worker that died fails the batch as a whole, as it fails
+// CouchDB's query. Timeout bounds each group (as MapDocs each doc), and
+// the answers together are bounded by MaxOutput. The caller bounds the
+// batch (the views package sends a page of groups at most, up to a
+// byte budget).
+func (p *Pool) ReduceBatch(ctx context.Context, src string, groups []ReduceGroup, rereduce bool) ([][]byte, error) {
+	return p.oneOff().ReduceBatch(ctx, src, groups, rereduce)
+}
+
+// ReduceBatch is Pool.ReduceBatch in this sandbox.
+func (d *DDoc) ReduceBatch(ctx context.Context, src string, groups []ReduceGroup, rereduce bool) ([][]byte, error) {
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	// each group's values (and keys) as one JSON array, slices of one
+	// buffer: the worker parses an array per group
+	n := 0
+	for _, g := range groups {
+		n += jsonArraySize(g.Values)
+		if !rereduce {
+			n += jsonArraySize(g.Keys)
+		}
+	}
+	buf := make([]byte, 0, n)
+	req := &request{kind: kReduce, srcs: []string{src}, a: make([][]byte, len(groups)), flag: rereduce}
 	if !rereduce {
-		req.b = keys
+		req.b = make([][]byte, len(groups))
+	}
+	for i, g := range groups {
+		at := len(buf)
+		buf = appendJSONArray(buf, g.Values)
+		req.a[i] = buf[at:len(buf):len(buf)]
+		if !rereduce {
+			at = len(buf)
+			buf = appendJSONArray(buf, g.Keys)
+			req.b[i] = buf[at:len(buf):len(buf)]
+		}
 	}
 	res, err := d.p.call(ctx, d, req, nil)
 	if err != nil {
 		return nil, err
 	}
-	if len(res.out) != 1 {
+	if len(res.out) != len(groups) {
 		return nil, errBadAnswer
 	}
-	return res.out[0], nil
+	return res.out, nil
 }
 
 var errBadAnswer = errors.New("couchjs: malformed answer from a worker")

@@ -32,7 +32,8 @@ const (
 	fGetRow byte = 15 // a list wants its next row
 )
 
-const protoVersion = 1
+// protoVersion 2: a reduce call carries groups (runReduce).
+const protoVersion = 2
 
 // row answers (fRow)
 const (
@@ -46,7 +47,7 @@ const (
 	kCompile byte = 1 + iota
 	kMapSet       // make a MapSet's functions in the sandbox (NewMapSet)
 	kMap
-	kReduce
+	kReduce // groups: values and keys of group g as JSON arrays in a[g] and b[g]
 	kValidate
 	kFilter
 	kShow

@@ -389,9 +389,15 @@ func (e *engine) serve(req *request) (res *result) {
 	}
 	if n := outputSize(res.out); e.cfg.maxOutput > 0 && n > e.cfg.maxOutput {
 		res.out = nil
-		return failed(res, &Error{Code: "os_process_error", Reason: fmt.Sprintf("the function's answer of %d bytes exceeds the bound of %d", n, e.cfg.maxOutput)})
+		return failed(res, errOutput(n, e.cfg.maxOutput))
 	}
 	return res
+}
+
+// errOutput is the answer of a call whose answer of n bytes passed the
+// bound max (MaxOutput).
+func errOutput(n, max int) *Error {
+	return &Error{Code: "os_process_error", Reason: fmt.Sprintf("the function's answer of %d bytes exceeds the bound of %d", n, max)}
 }
 
 func outputSize(out [][]byte) int {

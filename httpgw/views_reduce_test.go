@@ -147,3 +147,43 @@ func TestViewRangeReduce(t *testing.T) {
 		checkGroups(round)
 	}
 }
+
+// A JavaScript reduce answers a grouped query byte for byte as _sum does
+// over the same rows, its groups reduced in batches (one worker call per
+// batch on each copy, one per batch of the coordinator's rereduce of
+// groups several ranges have): group=true over more groups than a batch
+// and a page, group_level=1 over groups read in several chunks (more
+// rows than a reduce call takes, on each copy), with limit, skip,
+// descending and a range.
+func TestViewGroupReduceJSBatched(t *testing.T) {
+	t.Parallel()
+	s := testserver.Start(t)
+	c := caller{t, s.URL, testserver.AdminUser, testserver.AdminPassword}
+	c.do("PUT", "/gb?q=3", "", nil)
+	const mapFn = `function (doc) { for (var j = 0; j < 3; j++) emit([doc.a, doc.i, j], doc.v); }`
+	c.do("PUT", "/gb/_design/d", `{"views":{
+		"sum":{"map":"`+mapFn+`","reduce":"_sum"},
+		"js":{"map":"`+mapFn+`","reduce":"function (k, v, re) { return sum(v); }"}}}`, nil)
+	var docs []string
+	for i := range 4000 {
+		docs = append(docs, fmt.Sprintf(`{"_id":"d%04d","a":%d,"i":%d,"v":%d}`, i, i%3, i, i%17))
+	}
+	if resp, b := c.do("POST", "/gb/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`, nil); resp.StatusCode != 201 {
+		t.Fatalf("bulk: %d %s", resp.StatusCode, b)
+	}
+	for _, q := range []string{
+		"group=true", "group_level=1", "group_level=2", "group_level=2&descending=true",
+		"group=true&limit=5", "group_level=2&skip=300&limit=7", "group=true&skip=2500&limit=600",
+		"group_level=2&startkey=[1,1000]&endkey=[2,2000]", "group=true&descending=true&limit=1100",
+		"group_level=1&descending=true&limit=2", "group_level=2&limit=1",
+	} {
+		_, want := c.do("GET", "/gb/_design/d/_view/sum?"+q, "", nil)
+		resp, got := c.do("GET", "/gb/_design/d/_view/js?"+q, "", nil)
+		if resp.StatusCode != 200 || got != want {
+			t.Errorf("%s: %d, JavaScript reduce\n%.300s\n_sum\n%.300s", q, resp.StatusCode, got, want)
+		}
+		if !strings.Contains(want, `"value"`) {
+			t.Errorf("%s: no rows: %.300s", q, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/settee/settee/collate"
+	"github.com/settee/settee/couchjs"
 	pb "github.com/settee/settee/proto"
 )
 
@@ -147,77 +148,69 @@ func GroupKey(key []byte, level int) []byte {
 
 // reducePage reduces the range's rows group by group; a page ends after
 // limit groups, the next starting at the first row of the group after.
+// The groups are reduced in batches (Reducer.BatchGroups, up to
+// ReduceBatchBytes of rows), a JavaScript reduce in one call per batch.
 func (s *Service) reducePage(ctx context.Context, x *index, txn *badger.Txn, v int, q *pb.ViewQuery, limit int, reply *pb.ViewReply) error {
 	red, err := newReducer(x.js, x.def.Views[v].Reduce)
 	if err != nil {
 		return err
 	}
 	var (
-		group     []byte // the current group's key (JSON), nil before the first
-		groupSort []byte
-		keys      [][]byte
-		values    [][]byte
-		partial   [][]byte // reductions of earlier chunks of the group
+		cur       *pendingGroup   // the group being read, nil before the first
+		pend      []*pendingGroup // groups read to their end, not yet reduced
+		pendBytes int
 		failed    error
 	)
-	flush := func() bool {
-		if group == nil {
+	batch := red.BatchGroups()
+	// close ends the group being read; its batch is reduced when full
+	closeGroup := func() bool {
+		if cur == nil {
 			return true
 		}
-		if len(keys) > 0 {
-			r, err := red.reduce(ctx, keys, values)
-			if err != nil {
-				failed = err
+		pend, pendBytes, cur = append(pend, cur), pendBytes+cur.bytes, nil
+		if len(pend) >= batch || pendBytes >= ReduceBatchBytes {
+			if failed = red.reducePending(ctx, pend, reply); failed != nil {
 				return false
 			}
-			partial = append(partial, r)
+			pend, pendBytes = pend[:0], 0
 		}
-		out := partial[0]
-		if len(partial) > 1 {
-			if out, err = red.rereduce(ctx, partial); err != nil {
-				failed = err
-				return false
-			}
-		}
-		reply.Rows = append(reply.Rows, &pb.ViewRow{Key: group, Value: out, Sort: groupSort})
-		keys, values, partial = keys[:0], values[:0], nil
 		return true
 	}
 	err = x.rangeRows(txn, v, q.Start, q.End, q.Descending, func(r Row) bool {
 		g := GroupKey(r.Key, int(q.GroupLevel))
-		if group == nil || collate.Compare(g, group) != 0 {
-			if !flush() {
+		if cur == nil || collate.Compare(g, cur.key) != 0 {
+			if !closeGroup() {
 				return false
 			}
-			if len(reply.Rows) >= limit {
+			if len(reply.Rows)+len(pend) >= limit {
 				reply.More = true
 				reply.Next = continueFrom(r.sort, q.Descending)
 				return false
 			}
-			group = g
 			gs, err := collate.AppendKey(nil, g)
 			if err != nil {
 				failed = err
 				return false
 			}
-			groupSort = gs
+			cur = &pendingGroup{key: g, sort: gs}
 		}
 		if red.builtin != nil {
-			keys = append(keys, r.Key) // a builtin reads the emitted keys
+			cur.keys = append(cur.keys, r.Key) // a builtin reads the emitted keys
 		} else {
 			kj, _ := json.Marshal([]json.RawMessage{r.Key, mustJSONString(r.ID)})
-			keys = append(keys, kj) // JavaScript's reduce gets [key, docid]
+			cur.keys = append(cur.keys, kj) // JavaScript's reduce gets [key, docid]
 		}
-		values = append(values, r.Value)
-		if len(keys) >= reduceChunk {
+		cur.values = append(cur.values, r.Value)
+		cur.bytes += len(cur.keys[len(cur.keys)-1]) + len(r.Value)
+		if len(cur.keys) >= reduceChunk {
 			// a big group is reduced a chunk at a time, then rereduced
-			out, err := red.reduce(ctx, keys, values)
+			out, err := red.reduce(ctx, cur.keys, cur.values)
 			if err != nil {
 				failed = err
 				return false
 			}
-			partial = append(partial, out)
-			keys, values = keys[:0], values[:0]
+			cur.partial = append(cur.partial, out)
+			cur.keys, cur.values, cur.bytes = cur.keys[:0], cur.values[:0], 0
 		}
 		return true
 	})
@@ -225,10 +218,70 @@ func (s *Service) reducePage(ctx context.Context, x *index, txn *badger.Txn, v i
 		return err
 	}
 	if failed == nil && !reply.More {
-		flush()
+		closeGroup()
+	}
+	if failed == nil && len(pend) > 0 {
+		failed = red.reducePending(ctx, pend, reply)
 	}
 	if failed != nil {
 		return fmt.Errorf("views: reduce: %w", failed)
+	}
+	return nil
+}
+
+// pendingGroup is a group of a page being reduced: its rows not yet
+// reduced, and the reductions of its earlier chunks.
+type pendingGroup struct {
+	key, sort    []byte
+	keys, values [][]byte
+	bytes        int // of keys and values
+	partial      [][]byte
+}
+
+// reducePending reduces a batch of groups, in order, into reply's rows:
+// their last chunks in one batch, then those read in several chunks
+// rereduced in another.
+func (r *Reducer) reducePending(ctx context.Context, pend []*pendingGroup, reply *pb.ViewReply) error {
+	var (
+		in  []couchjs.ReduceGroup
+		ins []*pendingGroup
+	)
+	for _, g := range pend {
+		if len(g.keys) > 0 {
+			in = append(in, couchjs.ReduceGroup{Keys: g.keys, Values: g.values})
+			ins = append(ins, g)
+		}
+	}
+	if len(in) > 0 {
+		outs, err := r.reduceGroups(ctx, in)
+		if err != nil {
+			return err
+		}
+		for i, g := range ins {
+			g.partial = append(g.partial, outs[i])
+		}
+	}
+	var (
+		re   [][][]byte
+		reGs []*pendingGroup
+	)
+	for _, g := range pend {
+		if len(g.partial) > 1 {
+			re = append(re, g.partial)
+			reGs = append(reGs, g)
+		}
+	}
+	if len(re) > 0 {
+		outs, err := r.RereduceGroups(ctx, re)
+		if err != nil {
+			return err
+		}
+		for i, g := range reGs {
+			g.partial = outs[i : i+1]
+		}
+	}
+	for _, g := range pend {
+		reply.Rows = append(reply.Rows, &pb.ViewRow{Key: g.key, Value: g.partial[0], Sort: g.sort})
 	}
 	return nil
 }

@@ -53,6 +53,66 @@ func (r *Reducer) Rereduce(ctx context.Context, reds [][]byte) ([]byte, error) {
 	return r.rereduce(ctx, reds)
 }
 
+// A grouped query reduces the groups of a page in batches (a JavaScript
+// reduce in one worker call per batch, not one per group: each call is a
+// round trip to a worker process): a batch is sent when it holds
+// ReduceBatchGroups groups or ReduceBatchBytes of rows, so what waits to
+// be reduced stays bounded and the rows still stream, a batch at a time.
+const (
+	ReduceBatchGroups = 256
+	ReduceBatchBytes  = 1 << 20
+)
+
+// BatchGroups is how many groups to gather before reducing them:
+// ReduceBatchGroups for JavaScript, 1 for a builtin (which costs no
+// round trip, so its groups go out as they close).
+func (r *Reducer) BatchGroups() int {
+	if r.builtin != nil {
+		return 1
+	}
+	return ReduceBatchGroups
+}
+
+// reduceGroups reduces each group's rows (keys [key, docid] JSON arrays
+// for JavaScript, the emitted keys for a builtin): out[g] is what reduce
+// answers for group g.
+func (r *Reducer) reduceGroups(ctx context.Context, groups []couchjs.ReduceGroup) ([][]byte, error) {
+	if r.builtin == nil {
+		return r.js.ReduceBatch(ctx, r.src, groups, false)
+	}
+	out := make([][]byte, len(groups))
+	for i, g := range groups {
+		red, err := r.builtin.Reduce(g.Keys, g.Values)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = red
+	}
+	return out, nil
+}
+
+// RereduceGroups combines each group's reductions (the coordinator's
+// merge of groups several ranges have, a page's groups read a chunk at a
+// time): out[g] is what Rereduce answers for groups[g].
+func (r *Reducer) RereduceGroups(ctx context.Context, groups [][][]byte) ([][]byte, error) {
+	if r.builtin == nil {
+		gs := make([]couchjs.ReduceGroup, len(groups))
+		for i, reds := range groups {
+			gs[i].Values = reds
+		}
+		return r.js.ReduceBatch(ctx, r.src, gs, true)
+	}
+	out := make([][]byte, len(groups))
+	for i, reds := range groups {
+		red, err := r.builtin.Rereduce(reds)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = red
+	}
+	return out, nil
+}
+
 // Final turns a reduction into what a client sees (a builtin may keep
 // more inside the index than it shows, as _approx_count_distinct's sketch).
 func (r *Reducer) Final(red []byte) ([]byte, error) {
