@@ -76,6 +76,22 @@ func tableNames(t *testing.T) []string {
 // slash-separated paths from the repository's top.
 func packages(t *testing.T) []string {
 	var pkgs []string
+	walkGoFiles(t, func(path string) {
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel = filepath.ToSlash(rel); !slices.Contains(pkgs, rel) {
+			pkgs = append(pkgs, rel)
+		}
+	})
+	return pkgs
+}
+
+// walkGoFiles calls fn with the path of every .go file of the module,
+// skipping testdata, hidden and underscore directories, node_modules and
+// nested modules (third_party/badger).
+func walkGoFiles(t *testing.T, fn func(path string)) {
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -93,20 +109,12 @@ func packages(t *testing.T) []string {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(d.Name(), ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		if rel = filepath.ToSlash(rel); !slices.Contains(pkgs, rel) {
-			pkgs = append(pkgs, rel)
+		if strings.HasSuffix(d.Name(), ".go") {
+			fn(path)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pkgs
 }
