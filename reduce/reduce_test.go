@@ -2,7 +2,11 @@ package reduce
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/settee/settee/mango"
 )
 
 func TestLookup(t *testing.T) {
@@ -108,9 +112,31 @@ func TestFloatFormat(t *testing.T) {
 	for f, want := range map[float64]string{
 		100: "100.0", 0.0001: "0.0001", 1e-5: "1.0e-5", 1.2e6: "1.2e6", 1e15: "1.0e15", 1235: "1235.0",
 		-1199998: "-1199998.0", 0.30000000000000004: "0.30000000000000004", 1e21: "1.0e21", 5e-324: "5.0e-324",
+		// CouchDB 3.5.2 (2026-12-07): _sum of 0.5 and 9007199254740992
+		// answers 9.007199254740992e15; 2^53 and up is never fixed
+		9007199254740992: "9.007199254740992e15", -9007199254740992: "-9.007199254740992e15",
+		9007199254740991: "9007199254740991.0", 1e16: "1.0e16",
 	} {
 		if got := string(appendFloat(nil, f)); got != want {
 			t.Errorf("appendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+}
+
+// TestFloatFormatIsMangos: a double is written one way in reduce output
+// and in Mango's answers, Erlang's float_to_list(F, [short]).
+func TestFloatFormatIsMangos(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		f := math.Float64frombits(rng.Uint64())
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		if i%2 == 0 { // and whole numbers around 2^53
+			f = float64(int64(1)<<53 + int64(rng.IntN(1<<20)) - 1<<19)
+		}
+		if got, want := string(appendFloat(nil, f)), mango.FormatFloat(f); got != want {
+			t.Fatalf("%v: reduce writes %s, mango %s", f, got, want)
 		}
 	}
 }

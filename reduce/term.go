@@ -336,7 +336,10 @@ func encode(dst []byte, v any) []byte {
 // appendFloat prints a double as CouchDB does: the shortest digits that
 // read back as the same double, in plain notation with at least one
 // decimal ("100.0", "0.0001") unless the scientific one is strictly
-// shorter ("1.2e6", "1.0e-5", "1.0e15").
+// shorter ("1.2e6", "1.0e-5", "1.0e15") or the double is 2^53 or more
+// in magnitude (Erlang's float_to_list(F, [short]), as mango.FormatFloat:
+// CouchDB 3.5.2's _sum of 0.5 and 9007199254740992 is
+// 9.007199254740992e15, not 9007199254740992.0).
 func appendFloat(dst []byte, f float64) []byte {
 	fixed := strconv.AppendFloat(nil, f, 'f', -1, 64)
 	if !bytes.ContainsRune(fixed, '.') {
@@ -351,7 +354,7 @@ func appendFloat(dst []byte, f float64) []byte {
 	exp, _ := strconv.Atoi(string(e[i+1:]))
 	sci = append(sci, 'e')
 	sci = strconv.AppendInt(sci, int64(exp), 10)
-	if len(sci) < len(fixed) {
+	if len(sci) < len(fixed) || math.Abs(f) >= 1<<53 {
 		return append(dst, sci...)
 	}
 	return append(dst, fixed...)
