@@ -9,6 +9,7 @@ package connlimit
 
 import (
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,21 +47,7 @@ func BusyHTTP(reason string) []byte {
 		"Cache-Control: must-revalidate\r\n" +
 		"Retry-After: 1\r\n" +
 		"Connection: close\r\n" +
-		"Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
 type listener struct {

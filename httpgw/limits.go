@@ -47,6 +47,9 @@ type body struct {
 	err  error // sticky: the limit, the budget or the client's failure
 	// byCap: readAll charges its buffer's capacity, Read charges nothing
 	byCap bool
+	// gz: src inflates a gzipped body, whose reads of the connection
+	// (sentBytes) set the deadline themselves
+	gz bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -60,7 +63,9 @@ func (b *body) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
 	}
-	b.rq.readDeadline(time.Now().Add(b.rq.g.ioTimeout()))
+	if !b.gz {
+		b.rq.readDeadline(time.Now().Add(b.rq.g.ioTimeout()))
+	}
 	n, err := b.src.Read(p)
 	b.left -= int64(n)
 	if n > 0 && !b.byCap {
@@ -212,7 +217,7 @@ func bodyReader(rq *req, limit int64) (*body, error) {
 	if err != nil {
 		return nil, gzipErr(err)
 	}
-	return &body{rq: rq, src: gzipStream{zr}, left: limit}, nil
+	return &body{rq: rq, src: gzipStream{zr}, left: limit, gz: true}, nil
 }
 
 // sentBytes bounds the compressed bytes of a gzipped body.
@@ -252,12 +257,17 @@ func (g gzipStream) Read(p []byte) (int, error) {
 const firstChunk = 64 << 10
 
 // readAll reads the body into a buffer that grows with what arrives, to
-// at most twice the bytes read, whatever the client announced (hint, <= 0
-// when unknown). The buffer's capacity is what is charged to the node's
+// at most twice the bytes read, whatever the client announced. The buffer's capacity is what is charged to the node's
 // budget, before it is allocated: the largest allocation a body can cause
 // is within the budget.
-func (b *body) readAll(hint int64) ([]byte, error) {
+func (b *body) readAll() ([]byte, error) {
 	b.byCap = true
+	// the announced length bounds the last growth (a gzipped body's says
+	// nothing of what it inflates to)
+	hint := b.rq.r.ContentLength
+	if b.gz {
+		hint = -1
+	}
 	c := int64(firstChunk)
 	if hint > 0 && hint < c {
 		c = hint + 1 // +1: the EOF read needs no growth

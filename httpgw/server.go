@@ -465,11 +465,7 @@ func readBody(rq *req, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	hint := rq.r.ContentLength
-	if gz, _ := gzipped(rq); gz {
-		hint = -1
-	}
-	b, err := r.readAll(hint)
+	b, err := r.readAll()
 	if err != nil {
 		return nil, bodyErr(err)
 	}
