@@ -3,10 +3,8 @@ package crashtest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"github.com/settee/settee/internal/testport"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -21,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/settee/settee/internal/testbin"
+	"github.com/settee/settee/internal/testport"
 )
 
 const (
@@ -32,79 +33,19 @@ const (
 // ---------------------------------------------------------------------------
 // building the binary
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	binPath   string
-	buildErr  error
-)
+// bin builds ./cmd/settee once per test binary run (CRASHTEST_RACE: with
+// the race detector).
+var bin = testbin.Builder{Race: os.Getenv("CRASHTEST_RACE") != ""}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
-// moduleRoot is the directory holding go.mod.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err == nil {
-		if p := strings.TrimSpace(string(out)); p != "" && p != os.DevNull {
-			return filepath.Dir(p), nil
-		}
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// setteeBinary builds ./cmd/settee once per test binary run.
-func setteeBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if buildDir, err = os.MkdirTemp("", "settee-crashtest-"); err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(buildDir, "settee")
-		args := []string{"build", "-o", binPath}
-		if os.Getenv("CRASHTEST_RACE") != "" {
-			args = append(args, "-race")
-		}
-		args = append(args, "./cmd/settee")
-		cmd := exec.Command("go", args...)
-		cmd.Dir = root
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go %s in %s: %v\n%s", strings.Join(args, " "), root, err, out)
-			return
-		}
-		fmt.Fprintf(os.Stderr, "crashtest: built settee in %v\n", time.Since(start).Round(time.Millisecond))
-	})
-	if buildErr != nil {
-		t.Fatalf("build settee: %v", buildErr)
-	}
-	return binPath
-}
+// setteeBinary is the built binary's path.
+func setteeBinary(t *testing.T) string { return bin.Settee(t) }
 
 // ---------------------------------------------------------------------------
 // the server process

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/settee/settee/internal/testbin"
 	"github.com/settee/settee/internal/testport"
 )
 
@@ -27,46 +28,14 @@ const (
 	answerWithin = time.Second
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// bin is ./cmd/settee built without -race: its memory is what is measured.
+var bin testbin.Builder
 
-// setteeBinary builds ./cmd/settee (no -race) once per test run.
-func setteeBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir, err := os.MkdirTemp("", "settee-resourcetest-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "settee")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/settee")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build settee: %v", buildErr)
-	}
-	return binPath
-}
+func setteeBinary(t *testing.T) string { return bin.Settee(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
