@@ -1,14 +1,18 @@
 package resourcetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/settee/settee/internal/testcouch"
 )
 
 // Case 2 and its family: design-doc JavaScript that asks for more memory
@@ -129,4 +133,78 @@ func TestJavaScriptLoopingDatabase(t *testing.T) {
 	cancel()
 	wg.Wait()
 	w.end(t)
+}
+
+// The answers CouchDB 3.5.2 gives the deterministic ones of those
+// functions, asked of it side by side: a string past SpiderMonkey's
+// longest is a RangeError thrown in the function (a show's render_error
+// with the error's text), a validate_doc_update's is 500
+// {"error":"RangeError","reason":"{[]}"}, and a reduce's makes the row's
+// value null.
+func TestJavaScriptErrorsAsCouchDB(t *testing.T) {
+	cs := testcouch.Start(t, "")
+	n := startNode(t)
+	couch := func(method, path string, body []byte) (int, string) {
+		req, _ := http.NewRequest(method, cs.URL+path, bytes.NewReader(body))
+		req.SetBasicAuth(cs.User, cs.Password)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("CouchDB %s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	settee := func(method, path string, body []byte) (int, string) {
+		return n.do(method, path, "application/json", body)
+	}
+	ddoc := []byte(`{"shows":{` +
+		`"repeat":"function(doc,req){ return \"x\".repeat(Math.pow(2,40)); }",` +
+		`"padStart":"function(doc,req){ return \"\".padStart(Math.pow(2,31)); }",` +
+		`"padEnd":"function(doc,req){ return \"\".padEnd(Math.pow(2,40), \"ab\"); }"},` +
+		`"views":{"r":{"map":"function(doc){ emit(null, 1); }","reduce":"function(k, v, re){ return \"x\".repeat(Math.pow(2,40)); }"}},` +
+		`"validate_doc_update":"function(n, o){ if (n.boom) { var s = \"x\".repeat(Math.pow(2,40)); } }"}`)
+	for _, do := range []func(string, string, []byte) (int, string){couch, settee} {
+		if st, b := do("PUT", "/js", nil); st != 201 {
+			t.Fatalf("PUT /js: %d %s", st, b)
+		}
+		if st, b := do("PUT", "/js/_design/d", ddoc); st != 201 {
+			t.Fatalf("PUT the design doc: %d %s", st, b)
+		}
+		if st, b := do("PUT", "/js/a", []byte(`{}`)); st != 201 {
+			t.Fatalf("PUT /js/a: %d %s", st, b)
+		}
+	}
+	// a show's reason up to the error's text: the rest is the stack,
+	// with line numbers of couchjs's own main.js
+	errText := func(b string) string {
+		var e struct{ Error, Reason string }
+		_ = json.Unmarshal([]byte(b), &e)
+		r, _, _ := strings.Cut(e.Reason, `", `)
+		return e.Error + " " + r
+	}
+	for _, show := range []string{"repeat", "padStart", "padEnd"} {
+		cst, cb := couch("GET", "/js/_design/d/_show/"+show+"/a", nil)
+		sst, sb := settee("GET", "/js/_design/d/_show/"+show+"/a", nil)
+		if cst != sst || errText(cb) != errText(sb) {
+			t.Errorf("show %s: settee %d %s\nCouchDB %d %s", show, sst, errText(sb), cst, errText(cb))
+		}
+	}
+	norm := func(b string) string {
+		var v any
+		_ = json.Unmarshal([]byte(b), &v)
+		out, _ := json.Marshal(v)
+		return string(out)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", "/js/boom", `{"boom":true}`},
+		{"GET", "/js/_design/d/_view/r", ""},
+	} {
+		cst, cb := couch(c.method, c.path, []byte(c.body))
+		sst, sb := settee(c.method, c.path, []byte(c.body))
+		if cst != sst || norm(cb) != norm(sb) {
+			t.Errorf("%s %s: settee %d %s, CouchDB %d %s", c.method, c.path, sst, sb, cst, cb)
+		}
+	}
 }
